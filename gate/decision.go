@@ -1,0 +1,53 @@
+package gate
+
+import "time"
+
+// Decision is the answer of ProviderGate.TryEnter. An allowed decision must be
+// handed back to Record exactly once, with the call's Outcome.
+type Decision struct {
+	// Allowed reports whether the call may run now.
+	Allowed bool
+	// State is the breaker state at the moment of the decision.
+	State State
+	// RetryAfter follows the pinned contract of the package documentation.
+	RetryAfter time.Duration
+	// Probe reports that the call holds a HalfOpen probe lease.
+	Probe bool
+	// Token is the fencing token: the generation for a Closed admission, the
+	// lease token for a probe. Record uses it to ignore stale outcomes.
+	Token uint64
+}
+
+// Update is the answer of ProviderGate.Record.
+type Update struct {
+	// Applied is false on a fencing miss: the outcome changed nothing.
+	Applied bool
+	// State is the breaker state after the outcome.
+	State State
+	// RetryAfter follows the pinned contract for the state after the outcome.
+	RetryAfter time.Duration
+}
+
+// Snapshot is a read-only view of one source's breaker record.
+type Snapshot struct {
+	State State
+	// Generation grows on every transition.
+	Generation uint64
+	// ConsecutiveFailures counts failures in a row while Closed.
+	ConsecutiveFailures int
+	// ProbeSuccesses counts probe successes in the current HalfOpen phase.
+	ProbeSuccesses int
+	// WindowCalls and WindowFailures are the rolling-window counts (0 when
+	// the policy has no window).
+	WindowCalls    int
+	WindowFailures int
+	// ProbesInFlight is the number of unexpired probe leases.
+	ProbesInFlight int
+	// Cooldown is the cooldown the next (or current) Open phase uses.
+	Cooldown time.Duration
+	// OpenUntil is the end of the current Open phase; zero unless Open.
+	OpenUntil time.Time
+	// RetryAfter follows the pinned contract; an Open record whose cooldown
+	// has passed reports 0.
+	RetryAfter time.Duration
+}

@@ -1,0 +1,57 @@
+// Package gate defines the ports every pgw backend implements and the small
+// value types they exchange: the breaker gate (ProviderGate) and, later, the
+// quota gate. Backends live in sub-packages: gate/memory for one process and
+// gate/redis for state shared by many processes.
+//
+// # The breaker state machine
+//
+// One record exists per source. It is Closed, Open or HalfOpen, and carries a
+// generation number that grows on every transition. Every backend follows these
+// rules exactly; contracttest.RunBreaker pins them.
+//
+//   - Closed: TryEnter allows and returns Token = the current generation.
+//     Failure outcomes count consecutive failures (and, when Policy.Window is
+//     set, failures within a rolling window); a Success resets the consecutive
+//     count. When the policy trips the record becomes Open with
+//     openUntil = now + Cooldown.
+//   - Open: TryEnter before openUntil is rejected with RetryAfter =
+//     openUntil − now. The first TryEnter at or after openUntil moves the
+//     record to HalfOpen (a new generation) and is granted a probe lease.
+//   - HalfOpen: at most Policy.HalfOpenProbes leases exist at once. Each lease
+//     has its own fencing token and expires at grant + ProbeTTL; an expired
+//     lease is forgotten and its slot may be granted again with a new token.
+//     A TryEnter that finds every slot taken is rejected with RetryAfter 0.
+//     SuccessThreshold probe successes close the record (cooldown reset to
+//     Policy.Cooldown); one probe Failure re-opens it with the cooldown
+//     multiplied by CooldownMultiplier, capped at MaxCooldown.
+//   - Fatal (401/403, quota exhausted) opens the record at once from any state
+//     and is applied even when the decision is stale: a bad credential is bad
+//     whenever the call was admitted. From Closed the cooldown is the current
+//     one; from HalfOpen it grows as after a failed probe; from Open, openUntil
+//     is pushed to at least now + the current cooldown.
+//   - Released (caller error, cancellation) frees the decision's probe lease and
+//     changes nothing else.
+//
+// Fencing: Record applies Success, Failure and Released only when the decision
+// is current — a Closed admission whose generation is still the record's
+// generation while Closed, or a probe whose lease still exists (same token, not
+// expired). Anything else is a fencing miss: Update.Applied is false and the
+// record is untouched. A decision that was not allowed is always a miss.
+//
+// # The pinned RetryAfter contract
+//
+// RetryAfter always means "time until a certain earliest moment at which a
+// retry can be admitted"; 0 means "no certain wait". It is never negative.
+//
+//	TryEnter allowed (Closed)                       0
+//	TryEnter granted a probe                        0
+//	TryEnter rejected, Open                         openUntil − now
+//	TryEnter rejected, HalfOpen (probe in flight)   0 — never the lease length
+//	Record, state afterwards HalfOpen or Closed     0
+//	Record, state afterwards Open                   openUntil − now
+//	RetryAfter(sources)                             minimum over the sources
+//
+// A HalfOpen rejection therefore fed into a max-only cooldown memo as
+// now + 0 hides nothing: once the probe succeeds the source is admitted again
+// at once (seed 000 §1.3).
+package gate

@@ -1,0 +1,145 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults applied to the zero fields of a Policy.
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultCooldown            = 60 * time.Second
+	DefaultMaxCooldown         = 600 * time.Second
+	DefaultCooldownMultiplier  = 2.0
+	DefaultSuccessThreshold    = 1
+	DefaultHalfOpenProbes      = 1
+)
+
+// Policy configures a breaker gate. The zero value is valid and means the
+// defaults; WithDefaults shows the effective values.
+type Policy struct {
+	// ConsecutiveFailures trips the breaker after that many failures in a
+	// row while Closed (default 5).
+	ConsecutiveFailures int
+	// Window, WindowMinCalls and WindowFailureRate add an optional rolling
+	// failure-rate rule: trip when the window holds at least WindowMinCalls
+	// outcomes and the failure share is ≥ WindowFailureRate. Window 0 turns
+	// the rule off. The window is kept as 10 buckets of Window/10.
+	Window            time.Duration
+	WindowMinCalls    int
+	WindowFailureRate float64
+	// Cooldown is the first Open phase's length (default 60 s).
+	Cooldown time.Duration
+	// MaxCooldown caps the grown cooldown (default 600 s).
+	MaxCooldown time.Duration
+	// CooldownMultiplier grows the cooldown at each re-open after a failed
+	// probe (default 2; 1 keeps it constant). Closing resets it.
+	CooldownMultiplier float64
+	// ProbeTTL is how long a probe lease lives before another caller may take
+	// it over. Default: DefaultProbeTTL(Cooldown, 0), i.e. max(Cooldown, 5 s);
+	// the gateway sets it from its sources' timeouts.
+	ProbeTTL time.Duration
+	// SuccessThreshold is the number of probe successes that close the
+	// breaker (default 1).
+	SuccessThreshold int
+	// HalfOpenProbes is the number of concurrent probe leases (default 1).
+	HalfOpenProbes int
+}
+
+// DefaultProbeTTL is the probe lease length the spec derives from the slowest
+// source timeout: max(2 × slowest, cooldown, slowest + 5 s).
+func DefaultProbeTTL(cooldown, slowestTimeout time.Duration) time.Duration {
+	return max(2*slowestTimeout, cooldown, slowestTimeout+5*time.Second)
+}
+
+// WithDefaults returns p with every zero field replaced by its default. It
+// does not validate; call Validate for that.
+func (p Policy) WithDefaults() Policy {
+	if p.ConsecutiveFailures == 0 {
+		p.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if p.Cooldown == 0 {
+		p.Cooldown = DefaultCooldown
+	}
+	if p.MaxCooldown == 0 {
+		p.MaxCooldown = max(DefaultMaxCooldown, p.Cooldown)
+	}
+	if p.CooldownMultiplier == 0 {
+		p.CooldownMultiplier = DefaultCooldownMultiplier
+	}
+	if p.ProbeTTL == 0 {
+		p.ProbeTTL = DefaultProbeTTL(p.Cooldown, 0)
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = DefaultSuccessThreshold
+	}
+	if p.HalfOpenProbes == 0 {
+		p.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	if p.Window > 0 && p.WindowMinCalls == 0 {
+		p.WindowMinCalls = 1
+	}
+	return p
+}
+
+// Validate reports every invalid field of p (after defaults) in one error
+// naming the field, its value and what is legal.
+func (p Policy) Validate() error {
+	p = p.WithDefaults()
+	var bad []string
+	add := func(field string, v any, legal string) {
+		bad = append(bad, fmt.Sprintf("%s=%v (legal: %s)", field, v, legal))
+	}
+	if p.ConsecutiveFailures < 0 {
+		add("ConsecutiveFailures", p.ConsecutiveFailures, "≥ 1, or 0 for the default")
+	}
+	if p.Window < 0 {
+		add("Window", p.Window, "≥ 0 (0 turns the window off)")
+	}
+	if p.Window > 0 && p.Window < 10*time.Millisecond {
+		add("Window", p.Window, "≥ 10ms when set")
+	}
+	if p.WindowMinCalls < 0 {
+		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
+	}
+	if p.Window > 0 && (p.WindowFailureRate <= 0 || p.WindowFailureRate > 1) {
+		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set")
+	}
+	if p.Cooldown < time.Millisecond {
+		add("Cooldown", p.Cooldown, "≥ 1ms, or 0 for the default")
+	}
+	if p.MaxCooldown < p.Cooldown {
+		add("MaxCooldown", p.MaxCooldown, fmt.Sprintf("≥ Cooldown (%v)", p.Cooldown))
+	}
+	if p.CooldownMultiplier < 1 {
+		add("CooldownMultiplier", p.CooldownMultiplier, "≥ 1, or 0 for the default")
+	}
+	if p.ProbeTTL < time.Millisecond {
+		add("ProbeTTL", p.ProbeTTL, "≥ 1ms, or 0 for the default")
+	}
+	if p.SuccessThreshold < 0 {
+		add("SuccessThreshold", p.SuccessThreshold, "≥ 1, or 0 for the default")
+	}
+	if p.HalfOpenProbes < 0 {
+		add("HalfOpenProbes", p.HalfOpenProbes, "≥ 1, or 0 for the default")
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &PolicyError{Problems: bad}
+}
+
+// PolicyError lists every invalid field of a Policy.
+type PolicyError struct {
+	Problems []string
+}
+
+func (e *PolicyError) Error() string {
+	return "pgw/gate: invalid policy: " + strings.Join(e.Problems, "; ")
+}
+
+// ErrUnknownOutcome is returned by Record for an Outcome outside the four
+// defined values.
+var ErrUnknownOutcome = errors.New("pgw/gate: unknown outcome (legal: Success, Failure, Fatal, Released)")

@@ -1,0 +1,3 @@
+module github.com/pgw-go/pgw
+
+go 1.26
