@@ -14,6 +14,7 @@
 package contracttest
 
 import (
+	"sync"
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
@@ -32,16 +33,29 @@ type Clock interface {
 
 // FakeClock is a Clock that moves only when told; Slack is 0. Safe for
 // concurrent use.
-type FakeClock struct{ c fakeClock }
+type FakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-// NewFakeClock returns a FakeClock at a fixed instant.
-func NewFakeClock() *FakeClock { return &FakeClock{c: newFakeClock()} }
+// NewFakeClock returns a FakeClock at a fixed instant, so failures reproduce.
+func NewFakeClock() *FakeClock {
+	return &FakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
 
 // Now returns the clock's instant.
-func (f *FakeClock) Now() time.Time { return f.c.Now() }
+func (f *FakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
 
 // Advance moves the clock by d.
-func (f *FakeClock) Advance(d time.Duration) { f.c.Advance(d) }
+func (f *FakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
 
 // Slack is 0: a fake clock is exact.
 func (f *FakeClock) Slack() time.Duration { return 0 }
