@@ -1,0 +1,339 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Breaker is the in-process breaker gate. It follows the state machine and the
+// RetryAfter contract of package gate exactly. It is safe for concurrent use;
+// each source has its own lock, and the Closed path allocates nothing.
+type Breaker struct {
+	p       gate.Policy
+	clock   gate.Clock
+	width   int64 // window bucket width in ms; 0 when the window rule is off
+	records sync.Map
+}
+
+var _ gate.ProviderGate = (*Breaker)(nil)
+
+// NewBreaker returns a breaker gate for policy p (zero fields mean the
+// defaults of gate.Policy). It fails when p is invalid.
+func NewBreaker(p gate.Policy, opts ...Option) (*Breaker, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.WithDefaults()
+	o := buildOptions(opts)
+	b := &Breaker{p: p, clock: o.clock}
+	if p.Window > 0 {
+		b.width = max(p.Window.Milliseconds()/windowBuckets, 1)
+	}
+	return b, nil
+}
+
+// Policy returns the effective policy, defaults filled in.
+func (b *Breaker) Policy() gate.Policy { return b.p }
+
+// record is one source's breaker state.
+type record struct {
+	mu          sync.Mutex
+	state       gate.State
+	seq         uint64 // last token handed out; generations and leases share it
+	gen         uint64 // token of the current generation
+	consecFails int
+	probeOK     int
+	win         window
+	cooldown    time.Duration // cooldown of the next or current Open phase
+	openUntil   time.Time
+	leases      []lease
+}
+
+type lease struct {
+	token uint64
+	until time.Time
+}
+
+func (b *Breaker) record(source string) *record {
+	if r, ok := b.records.Load(source); ok {
+		return r.(*record)
+	}
+	r, _ := b.records.LoadOrStore(source, &record{
+		cooldown: b.p.Cooldown,
+		leases:   make([]lease, 0, b.p.HalfOpenProbes),
+	})
+	return r.(*record)
+}
+
+// peek returns the record of source, or nil when the source was never seen
+// (it reads as Closed).
+func (b *Breaker) peek(source string) *record {
+	if r, ok := b.records.Load(source); ok {
+		return r.(*record)
+	}
+	return nil
+}
+
+// TryEnter asks whether a call to source may run now. It never blocks on I/O.
+func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, error) {
+	r := b.record(source)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == gate.Closed {
+		// The hot path reads no clock: Closed admission does not depend on time.
+		return gate.Decision{Allowed: true, State: gate.Closed, Token: r.gen}, nil
+	}
+	now := b.clock.Now()
+	if r.state == gate.Open {
+		if now.Before(r.openUntil) {
+			return gate.Decision{State: gate.Open, RetryAfter: r.openUntil.Sub(now)}, nil
+		}
+		r.state = gate.HalfOpen
+		r.newGeneration()
+		r.probeOK = 0
+		r.leases = r.leases[:0]
+	}
+	r.expireLeases(now)
+	if len(r.leases) >= b.p.HalfOpenProbes {
+		// A probe is in flight: it may answer at any moment, so there is no
+		// certain wait (never the lease length — seed 000 §1.2).
+		return gate.Decision{State: gate.HalfOpen}, nil
+	}
+	r.seq++
+	r.leases = append(r.leases, lease{token: r.seq, until: now.Add(b.p.ProbeTTL)})
+	return gate.Decision{Allowed: true, State: gate.HalfOpen, Probe: true, Token: r.seq}, nil
+}
+
+// Record reports the outcome of a call admitted by d. A stale decision (older
+// generation, expired or replaced lease) changes nothing and returns
+// Applied=false, except Fatal, which opens the breaker whenever it comes.
+func (b *Breaker) Record(_ context.Context, source string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
+	if !o.Valid() {
+		return gate.Update{}, gate.ErrUnknownOutcome
+	}
+	r := b.record(source)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == gate.Closed && o == gate.Success && b.width == 0 && d.Allowed && !d.Probe && d.Token == r.gen {
+		// The hot path: a current Closed success with no window to feed
+		// needs no clock.
+		r.consecFails = 0
+		return gate.Update{Applied: true, State: gate.Closed}, nil
+	}
+	now := b.clock.Now()
+	if r.state == gate.HalfOpen {
+		r.expireLeases(now)
+	}
+	if !d.Allowed {
+		return r.update(false, now), nil
+	}
+	if o == gate.Fatal {
+		b.fatal(r, now)
+		return r.update(true, now), nil
+	}
+	if !r.current(d) {
+		return r.update(false, now), nil
+	}
+	switch r.state {
+	case gate.Closed:
+		switch o {
+		case gate.Success:
+			r.consecFails = 0
+			if b.width > 0 {
+				r.win.add(now, b.width, false)
+			}
+		case gate.Failure:
+			r.consecFails++
+			if b.width > 0 {
+				r.win.add(now, b.width, true)
+			}
+			if b.trips(r, now) {
+				r.open(now, r.cooldown)
+			}
+		}
+	case gate.HalfOpen:
+		switch o {
+		case gate.Success:
+			r.dropLease(d.Token)
+			r.probeOK++
+			if r.probeOK >= b.p.SuccessThreshold {
+				r.close(b.p.Cooldown)
+			}
+		case gate.Failure:
+			r.open(now, b.grown(r.cooldown))
+		case gate.Released:
+			r.dropLease(d.Token)
+		}
+	}
+	return r.update(true, now), nil
+}
+
+// RetryAfter returns the minimum RetryAfter over sources (0 for none).
+func (b *Breaker) RetryAfter(_ context.Context, sources []string) (time.Duration, error) {
+	if len(sources) == 0 {
+		return 0, nil
+	}
+	now := b.clock.Now()
+	least := time.Duration(-1)
+	for _, s := range sources {
+		var ra time.Duration
+		if r := b.peek(s); r != nil {
+			r.mu.Lock()
+			ra = r.remaining(now)
+			r.mu.Unlock()
+		}
+		if least < 0 || ra < least {
+			least = ra
+		}
+		if least == 0 {
+			break
+		}
+	}
+	return least, nil
+}
+
+// Snapshot reads source's record without moving it.
+func (b *Breaker) Snapshot(_ context.Context, source string) (gate.Snapshot, error) {
+	r := b.peek(source)
+	if r == nil {
+		return gate.Snapshot{State: gate.Closed, Cooldown: b.p.Cooldown}, nil
+	}
+	now := b.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := gate.Snapshot{
+		State:               r.state,
+		Generation:          r.gen,
+		ConsecutiveFailures: r.consecFails,
+		ProbeSuccesses:      r.probeOK,
+		Cooldown:            r.cooldown,
+		RetryAfter:          r.remaining(now),
+	}
+	if b.width > 0 && r.state == gate.Closed {
+		s.WindowCalls, s.WindowFailures = r.win.counts(now, b.width)
+	}
+	if r.state == gate.HalfOpen {
+		for _, l := range r.leases {
+			if now.Before(l.until) {
+				s.ProbesInFlight++
+			}
+		}
+	}
+	if r.state == gate.Open {
+		s.OpenUntil = r.openUntil
+	}
+	return s, nil
+}
+
+// trips reports whether the Closed record r must open after a failure.
+func (b *Breaker) trips(r *record, now time.Time) bool {
+	if r.consecFails >= b.p.ConsecutiveFailures {
+		return true
+	}
+	if b.width == 0 {
+		return false
+	}
+	calls, failed := r.win.counts(now, b.width)
+	return calls >= b.p.WindowMinCalls && float64(failed) >= b.p.WindowFailureRate*float64(calls)
+}
+
+// grown is the cooldown after a failed probe: multiplied, capped.
+func (b *Breaker) grown(c time.Duration) time.Duration {
+	next := time.Duration(float64(c) * b.p.CooldownMultiplier)
+	if next > b.p.MaxCooldown || next < c { // next < c: overflow
+		return b.p.MaxCooldown
+	}
+	return next
+}
+
+func (b *Breaker) fatal(r *record, now time.Time) {
+	switch r.state {
+	case gate.Closed:
+		r.open(now, r.cooldown)
+	case gate.HalfOpen:
+		r.open(now, b.grown(r.cooldown))
+	case gate.Open:
+		if until := now.Add(r.cooldown); until.After(r.openUntil) {
+			r.openUntil = until
+		}
+	}
+}
+
+func (r *record) newGeneration() {
+	r.seq++
+	r.gen = r.seq
+}
+
+func (r *record) open(now time.Time, cooldown time.Duration) {
+	r.state = gate.Open
+	r.newGeneration()
+	r.cooldown = cooldown
+	r.openUntil = now.Add(cooldown)
+	r.consecFails = 0
+	r.probeOK = 0
+	r.win.reset()
+	r.leases = r.leases[:0]
+}
+
+func (r *record) close(base time.Duration) {
+	r.state = gate.Closed
+	r.newGeneration()
+	r.cooldown = base
+	r.openUntil = time.Time{}
+	r.consecFails = 0
+	r.probeOK = 0
+	r.win.reset()
+	r.leases = r.leases[:0]
+}
+
+// current reports whether d still speaks for r: a Closed admission of the
+// current generation, or a probe whose lease still exists.
+func (r *record) current(d gate.Decision) bool {
+	if d.Probe {
+		if r.state != gate.HalfOpen {
+			return false
+		}
+		for _, l := range r.leases {
+			if l.token == d.Token {
+				return true
+			}
+		}
+		return false
+	}
+	return r.state == gate.Closed && d.Token == r.gen
+}
+
+func (r *record) expireLeases(now time.Time) {
+	kept := r.leases[:0]
+	for _, l := range r.leases {
+		if now.Before(l.until) {
+			kept = append(kept, l)
+		}
+	}
+	r.leases = kept
+}
+
+func (r *record) dropLease(token uint64) {
+	for i, l := range r.leases {
+		if l.token == token {
+			r.leases = append(r.leases[:i], r.leases[i+1:]...)
+			return
+		}
+	}
+}
+
+// remaining is the pinned RetryAfter of r: openUntil − now while Open and not
+// yet due, 0 otherwise.
+func (r *record) remaining(now time.Time) time.Duration {
+	if r.state == gate.Open && now.Before(r.openUntil) {
+		return r.openUntil.Sub(now)
+	}
+	return 0
+}
+
+func (r *record) update(applied bool, now time.Time) gate.Update {
+	return gate.Update{Applied: applied, State: r.state, RetryAfter: r.remaining(now)}
+}

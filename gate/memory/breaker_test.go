@@ -1,0 +1,106 @@
+package memory_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+	"github.com/pgw-go/pgw/internal/testutil"
+)
+
+func TestNewBreakerRejectsInvalidPolicy(t *testing.T) {
+	_, err := memory.NewBreaker(gate.Policy{Cooldown: -time.Second, HalfOpenProbes: -1})
+	var pe *gate.PolicyError
+	require.ErrorAs(t, err, &pe)
+	assert.Len(t, pe.Problems, 2)
+	assert.Contains(t, err.Error(), "Cooldown=-1s")
+	assert.Contains(t, err.Error(), "HalfOpenProbes=-1")
+}
+
+func TestZeroPolicyMeansDefaults(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{})
+	require.NoError(t, err)
+	p := b.Policy()
+	assert.Equal(t, gate.DefaultConsecutiveFailures, p.ConsecutiveFailures)
+	assert.Equal(t, gate.DefaultCooldown, p.Cooldown)
+	assert.Equal(t, gate.DefaultMaxCooldown, p.MaxCooldown)
+	assert.Equal(t, 2.0, p.CooldownMultiplier)
+	assert.Equal(t, 1, p.HalfOpenProbes)
+	assert.Equal(t, 1, p.SuccessThreshold)
+}
+
+func TestClosedSuccessPathAllocatesNothing(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, _ = b.TryEnter(ctx, "s") // first sight of a source allocates its record
+	allocs := testing.AllocsPerRun(1000, func() {
+		d, _ := b.TryEnter(ctx, "s")
+		_, _ = b.Record(ctx, "s", d, gate.Success)
+	})
+	assert.Zero(t, allocs)
+}
+
+// The failure-rate window forgets outcomes older than ten buckets.
+func TestWindowForgetsOldFailures(t *testing.T) {
+	clk := testutil.NewFakeClock()
+	b, err := memory.NewBreaker(gate.Policy{
+		ConsecutiveFailures: 100, Window: time.Second, WindowMinCalls: 4, WindowFailureRate: 0.5,
+	}, memory.WithClock(clk))
+	require.NoError(t, err)
+	ctx := context.Background()
+	run := func(o gate.Outcome) gate.Update {
+		d, err := b.TryEnter(ctx, "s")
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		u, err := b.Record(ctx, "s", d, o)
+		require.NoError(t, err)
+		return u
+	}
+	run(gate.Failure)
+	run(gate.Failure)
+	clk.Advance(1100 * time.Millisecond) // both failures leave the window
+	run(gate.Success)
+	run(gate.Success)
+	run(gate.Success)
+	assert.Equal(t, gate.Closed, run(gate.Failure).State, "1 of 4 failed: below the rate")
+	assert.Equal(t, gate.Closed, run(gate.Failure).State, "2 of 5 failed: below the rate")
+	assert.Equal(t, gate.Open, run(gate.Failure).State, "3 of 6 failed: at the rate")
+}
+
+func BenchmarkClosedSuccess(b *testing.B) {
+	g, err := memory.NewBreaker(gate.Policy{})
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, _ := g.TryEnter(ctx, "s")
+		_, _ = g.Record(ctx, "s", d, gate.Success)
+	}
+}
+
+func BenchmarkClosedSuccessParallelSources(b *testing.B) {
+	g, err := memory.NewBreaker(gate.Policy{})
+	require.NoError(b, err)
+	ctx := context.Background()
+	names := make([]string, 64)
+	for i := range names {
+		names[i] = "s" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			s := names[i%len(names)]
+			i++
+			d, _ := g.TryEnter(ctx, s)
+			_, _ = g.Record(ctx, s, d, gate.Success)
+		}
+	})
+}
