@@ -1,0 +1,37 @@
+# pgw's front door. Every target works in a fresh clone with only Go installed;
+# `make test` uses a real redis-server when one is on PATH (.ci/run installs it).
+
+GO ?= go
+
+.PHONY: test demo bench lint cover
+
+## test: vet bench/ (its own module, so it must at least compile), then run
+## every test of the root module under the race detector. bench/ holds no
+## tests that run here: its benchmarks are for `make bench`.
+test:
+	cd bench && $(GO) vet ./...
+	$(GO) test -race ./...
+
+## demo: run the runnable breaker example.
+demo:
+	$(GO) run ./examples/breaker
+
+## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
+## distributed comparison on a local redis-server when one exists) and print
+## ns/op, allocs/op and the pgw/peer ratios.
+bench:
+	cd bench && $(GO) run ./cmd/ratios
+
+## lint: gofmt must list nothing; go vet must be clean in both modules.
+lint:
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt -l lists files that need formatting:"; echo "$$unformatted"; exit 1; \
+	fi
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+## cover: test with a coverage profile and print the per-function summary.
+cover:
+	$(GO) test -race -coverprofile=cover.out ./...
+	$(GO) tool cover -func=cover.out | tail -n 1
