@@ -1,0 +1,40 @@
+package errs
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CircuitOpenError ends a call when every source of its scope was rejected by
+// its circuit breaker (or by this process's cooldown memo) and the scope's
+// CIRCUIT_OPEN policy is fail_fast, the default. With CIRCUIT_OPEN=wait the
+// call waits instead, within its stall budget.
+//
+// It is a call-level verdict (see the package's note on call-level versus
+// task-level retry): the library did not retry because the scope asked it to
+// fail fast. RetryAfter tells a caller that re-submits when that could first
+// succeed.
+type CircuitOpenError struct {
+	// Scope is the scope of the call, e.g. "CHAT".
+	Scope string
+	// Sources are the scope's sources, all of them rejected.
+	Sources []string
+	// RetryAfter follows the pinned contract of package gate: the time until
+	// the certain earliest moment a source can be admitted again (the
+	// minimum over the sources); 0 means no certain wait, e.g. every source
+	// is HalfOpen with a probe in flight that may answer at any moment.
+	RetryAfter time.Duration
+}
+
+// Code returns "PGW-CB-OPEN".
+func (e *CircuitOpenError) Code() string { return CodeCircuitOpen }
+
+func (e *CircuitOpenError) Error() string {
+	wait := "no certain wait (a probe is in flight)"
+	if e.RetryAfter > 0 {
+		wait = "retry after " + e.RetryAfter.String()
+	}
+	return fmt.Sprintf("pgw: scope %q: circuit open on every source (%s); %s",
+		e.Scope, strings.Join(e.Sources, ", "), wait)
+}

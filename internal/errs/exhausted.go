@@ -1,0 +1,54 @@
+package errs
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// The values of AllSourcesExhausted.Reason.
+const (
+	// ReasonQuotaExhausted: nothing could run, at least one source was held
+	// back by its quota or pacer, and the scope's QUOTA_FULL policy is
+	// fail_fast.
+	ReasonQuotaExhausted = "quota_exhausted"
+	// ReasonStalled: the call waited out its stall budget (STALL_WINDOW_S)
+	// and no call of its scope delivered a success within that window.
+	ReasonStalled = "stalled"
+)
+
+// AllSourcesExhausted ends a call when no source could run: either at once
+// (QUOTA_FULL=fail_fast, Reason "quota_exhausted") or after waiting out the
+// stall budget (Reason "stalled"). Reasons says why each source was held back
+// on the last admission round.
+//
+// "stalled" means the call-level stall budget is spent: all waiting the
+// library does for one call is behind it (see the package's note on
+// call-level versus task-level retry).
+type AllSourcesExhausted struct {
+	// Scope is the scope of the call, e.g. "CHAT".
+	Scope string
+	// Reason is ReasonQuotaExhausted or ReasonStalled.
+	Reason string
+	// Reasons maps each source to why it was not admitted: "cooldown",
+	// "circuit_open", "rate_limited" or "adaptive_paced".
+	Reasons map[string]string
+}
+
+// Code returns "PGW-EXHAUSTED".
+func (e *AllSourcesExhausted) Code() string { return CodeExhausted }
+
+func (e *AllSourcesExhausted) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pgw: scope %q: all sources exhausted (%s)", e.Scope, e.Reason)
+	for i, src := range slices.Sorted(maps.Keys(e.Reasons)) {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(src + "=" + e.Reasons[src])
+	}
+	return b.String()
+}
