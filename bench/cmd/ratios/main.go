@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -53,7 +54,8 @@ func load(in string, count int, bench, benchtime string) ([]byte, error) {
 	if in != "" {
 		return os.ReadFile(in)
 	}
-	args := []string{"test", "-run", "^$", "-bench", bench, "-benchmem", "-count", fmt.Sprint(count)}
+	// -v so that benchmark logs (the NOTE lines) and skip messages are shown.
+	args := []string{"test", "-v", "-run", "^$", "-bench", bench, "-benchmem", "-count", fmt.Sprint(count)}
 	if benchtime != "" {
 		args = append(args, "-benchtime", benchtime)
 	}
@@ -99,6 +101,11 @@ func report(w io.Writer, results []result, notes []string) {
 			cell(r, "calls/s", "%.0f"), cell(r, "redis-cmds/call", "%.2f"))
 	}
 	tw.Flush()
+	for _, r := range results {
+		if extra := others(r); extra != "" {
+			fmt.Fprintf(w, "  %s: %s\n", r.Name, extra)
+		}
+	}
 
 	rs := ratios(results)
 	if len(rs) > 0 {
@@ -117,6 +124,26 @@ func report(w io.Writer, results []result, notes []string) {
 			fmt.Fprintln(w, "note:", n)
 		}
 	}
+}
+
+// shown lists the units the main table has columns for.
+var shown = map[string]bool{"ns/op": true, "B/op": true, "allocs/op": true, "calls/s": true, "redis-cmds/call": true}
+
+// others renders the medians of a benchmark's remaining units
+// ("errors/call", "counted/call", …), sorted by unit.
+func others(r result) string {
+	var units []string
+	for u := range r.Samples {
+		if !shown[u] {
+			units = append(units, u)
+		}
+	}
+	slices.Sort(units)
+	parts := make([]string, 0, len(units))
+	for _, u := range units {
+		parts = append(parts, cell(r, u, "%.4g")+" "+u)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func cell(r result, unit, format string) string {
