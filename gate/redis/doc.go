@@ -1,0 +1,62 @@
+// Package redis holds the Redis implementation of pgw's breaker gate: one
+// breaker record per (scope, source) shared by every process that talks to
+// the same Redis (single node, Redis Cluster or sentinel, through a
+// goredis.UniversalClient). It follows the state machine and the RetryAfter
+// contract of package gate exactly and passes contracttest.RunBreaker
+// unchanged.
+//
+// # One script, one round trip, server time
+//
+// TryEnter, Record and Snapshot are each one Lua script (lua/*.lua, embedded)
+// run with EVALSHA — one network round trip — and decided atomically inside
+// Redis: nothing is held between TryEnter and Record, unlike a lock kept for
+// the whole user call. RetryAfter(sources) sends one read-only script per
+// distinct source in one pipeline: one round trip on a single node; on a
+// cluster, where different sources live on different slots, go-redis splits
+// the pipeline per node and sends the parts in parallel. A script the server
+// does not know (after SCRIPT FLUSH, a restart, a new cluster node) costs one
+// NOSCRIPT reply and an EVAL; Preload avoids that for the first calls.
+//
+// Every time the scripts use is the server's (redis.call('TIME'), µs); the
+// client's clock is never read, so processes with skewed clocks agree.
+//
+// # Keys
+//
+// A source has two keys, both with the hash tag {scope:source} so that each
+// script touches one cluster slot:
+//
+//	<prefix>:{<scope>:<source>}:cb      hash: state, generation, counts,
+//	                                     cooldown, openUntil, window ring
+//	<prefix>:{<scope>:<source>}:probes  sorted set: probe lease token → expiry
+//
+// The prefix defaults to "pgw" (WithPrefix); the scope is lower-cased. The
+// fencing tokens — generations and lease tokens, drawn from one counter as in
+// the memory gate — live in the record, so a process that restarts or a
+// decision handed to another goroutine is fenced the same way.
+//
+// # Key TTL
+//
+// Every write (and every Closed admission) sets the TTL of both keys to
+// 2 × max(MaxCooldown, ProbeTTL, Window), so a source nobody calls vanishes.
+// Why that much: an Open phase ends at most MaxCooldown after the write that
+// opened it, a lease at most ProbeTTL after its grant, a window outcome counts
+// for Window; the factor 2 keeps an Open record (and its grown cooldown) for
+// at least one more MaxCooldown after openUntil, so the first caller after the
+// cooldown still gets a probe instead of a fresh Closed record. A call admitted
+// by TryEnter refreshed the TTL and lasts less than ProbeTTL (which the
+// gateway derives from twice the slowest timeout), so its Record always finds
+// the record it was admitted by. A record that did expire reads as a fresh
+// Closed one at generation 0, which is the right answer for a source idle that
+// long.
+//
+// # Redis outages
+//
+// Errors that mean Redis could not serve match ErrUnreachable. Failover wraps
+// a Breaker with a local fallback gate for PGW_REDIS_DOWN=fail_open, or
+// passes those errors through for fail_closed.
+//
+// Scripts are not idempotent: a client configured to retry a command whose
+// reply was lost (go-redis MaxRetries) may apply it twice — an extra lease that
+// expires at ProbeTTL, or one failure counted twice. Set MaxRetries to -1 for
+// at-most-once.
+package redis

@@ -1,0 +1,61 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// ErrUnreachable is matched (errors.Is) by every error this package returns
+// because Redis could not be reached or could not serve: connection refused
+// or reset, timeouts, a closed client, a cluster without quorum. Errors of the
+// caller's own context are not wrapped in it.
+var ErrUnreachable = errors.New("pgw/gate/redis: redis is unreachable")
+
+// UnreachableError is the concrete error behind ErrUnreachable: the gate
+// operation that failed and the client's error.
+type UnreachableError struct {
+	// Op is the gate operation: "TryEnter", "Record", "RetryAfter" or
+	// "Snapshot".
+	Op string
+	// Err is the go-redis error.
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("pgw/gate/redis: %s: redis is unreachable: %v", e.Op, e.Err)
+}
+
+// Unwrap returns the go-redis error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnreachable) true.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+// serverDown lists replies with which a reachable server says it cannot serve
+// now: still loading its data, cluster without quorum, replica cut off from
+// its master, a replica after a failover.
+var serverDown = []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY"}
+
+// wrapErr classifies err from a script run for op.
+func wrapErr(ctx context.Context, op, source string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		// The caller gave up; Redis may be fine.
+		return fmt.Errorf("pgw/gate/redis: %s %q: %w", op, source, err)
+	}
+	var rerr goredis.Error
+	if errors.As(err, &rerr) {
+		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
+		for _, p := range serverDown {
+			if strings.HasPrefix(msg, p) {
+				return &UnreachableError{Op: op, Err: err}
+			}
+		}
+		// The server answered with an error: a bug, not an outage.
+		return fmt.Errorf("pgw/gate/redis: %s %q: script error: %w", op, source, err)
+	}
+	return &UnreachableError{Op: op, Err: err}
+}

@@ -1,0 +1,248 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Mode says what a Failover does while Redis is unreachable
+// (PGW_REDIS_DOWN).
+type Mode uint8
+
+const (
+	// FailOpen serves from the local fallback gate, logs once per outage and
+	// returns to Redis when it answers again (PGW_REDIS_DOWN=fail_open).
+	FailOpen Mode = iota + 1
+	// FailClosed returns the error, which matches ErrUnreachable and says
+	// that Redis is unreachable (PGW_REDIS_DOWN=fail_closed).
+	FailClosed
+)
+
+// String returns "fail_open" or "fail_closed", the PGW_REDIS_DOWN values.
+func (m Mode) String() string {
+	switch m {
+	case FailOpen:
+		return "fail_open"
+	case FailClosed:
+		return "fail_closed"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// ParseMode reads a PGW_REDIS_DOWN value.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "fail_open":
+		return FailOpen, nil
+	case "fail_closed":
+		return FailClosed, nil
+	}
+	return 0, &ArgumentError{Name: "mode", Value: s, Legal: "fail_open, fail_closed"}
+}
+
+// DefaultRetryInterval is how often a Failover in an outage lets one call try
+// Redis again.
+const DefaultRetryInterval = time.Second
+
+// fallbackBit marks, in Decision.Token, a decision the fallback granted. Redis
+// tokens come from a counter that never gets near 2^63.
+const fallbackBit = uint64(1) << 63
+
+// Failover is a breaker gate that uses a primary gate (a Redis Breaker) and,
+// in FailOpen mode, a local fallback gate (a memory breaker with the same
+// policy) while the primary returns errors matching ErrUnreachable.
+//
+// In an outage one call per retry interval tries the primary again; the
+// others go straight to the fallback, so a dead or black-holed Redis costs
+// one slow call per interval, not one per call. The outage is logged once,
+// at Warn, when it starts, and once, at Info, when Redis answers again.
+//
+// Every decision is recorded to the gate that granted it: decisions of the
+// fallback carry the top bit of Decision.Token (the bit is stripped before the
+// fallback sees the token), so a probe granted locally during an outage is
+// still recorded locally after Redis is back. A Record of a Redis decision
+// while Redis is unreachable cannot be applied: it returns Applied=false with
+// the fallback's state, and a probe lease it held expires in Redis at
+// ProbeTTL.
+//
+// The fallback keeps what it learned between outages. Failover starts no
+// goroutine and is safe for concurrent use.
+type Failover struct {
+	primary  gate.ProviderGate
+	fallback gate.ProviderGate
+	mode     Mode
+	log      *slog.Logger
+	every    time.Duration
+
+	mu      sync.Mutex
+	down    bool      // an outage is in progress
+	since   time.Time // when it started
+	nextTry time.Time // earliest time a call may try the primary again
+	trying  bool      // one call is trying the primary during the outage
+}
+
+var _ gate.ProviderGate = (*Failover)(nil)
+
+// FailoverOption configures a Failover.
+type FailoverOption func(*Failover)
+
+// WithRetryInterval sets how often, during an outage, one call tries Redis
+// again (default DefaultRetryInterval; 0 means every call).
+func WithRetryInterval(d time.Duration) FailoverOption {
+	return func(f *Failover) { f.every = max(d, 0) }
+}
+
+// NewFailover returns a gate that serves from primary and, in FailOpen mode,
+// from fallback while primary is unreachable. fallback may be nil for
+// FailClosed. logger nil means slog.Default().
+func NewFailover(primary, fallback gate.ProviderGate, mode Mode, logger *slog.Logger, opts ...FailoverOption) (*Failover, error) {
+	if primary == nil {
+		return nil, &ArgumentError{Name: "primary", Value: "<nil>", Legal: "a gate.ProviderGate"}
+	}
+	switch mode {
+	case FailOpen:
+		if fallback == nil {
+			return nil, &ArgumentError{Name: "fallback", Value: "<nil>", Legal: "a gate.ProviderGate for fail_open"}
+		}
+	case FailClosed:
+	default:
+		return nil, &ArgumentError{Name: "mode", Value: mode.String(), Legal: "FailOpen, FailClosed"}
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	f := &Failover{primary: primary, fallback: fallback, mode: mode, log: logger, every: DefaultRetryInterval}
+	for _, o := range opts {
+		if o != nil {
+			o(f)
+		}
+	}
+	return f, nil
+}
+
+// Mode returns the failover mode.
+func (f *Failover) Mode() Mode { return f.mode }
+
+// Degraded reports whether an outage is in progress (calls are served by the
+// fallback).
+func (f *Failover) Degraded() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+// TryEnter asks the primary, or the fallback during an outage.
+func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, error) {
+	if f.mode == FailClosed {
+		return f.primary.TryEnter(ctx, source)
+	}
+	if use, probe := f.usePrimary(); use {
+		d, err := f.primary.TryEnter(ctx, source)
+		if !f.settle(err, probe) {
+			return d, err
+		}
+	}
+	d, err := f.fallback.TryEnter(ctx, source)
+	d.Token |= fallbackBit
+	return d, err
+}
+
+// Record records to the gate that granted d.
+func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
+	if f.mode == FailClosed {
+		return f.primary.Record(ctx, source, d, o)
+	}
+	if d.Token&fallbackBit != 0 {
+		d.Token &^= fallbackBit
+		return f.fallback.Record(ctx, source, d, o)
+	}
+	if !o.Valid() {
+		return gate.Update{}, gate.ErrUnknownOutcome
+	}
+	if use, probe := f.usePrimary(); use {
+		u, err := f.primary.Record(ctx, source, d, o)
+		if !f.settle(err, probe) {
+			return u, err
+		}
+	}
+	// The outcome is lost with Redis. A not-allowed decision is always a
+	// fencing miss, so this reports the fallback's view without moving it.
+	return f.fallback.Record(ctx, source, gate.Decision{}, o)
+}
+
+// RetryAfter asks the primary, or the fallback during an outage.
+func (f *Failover) RetryAfter(ctx context.Context, sources []string) (time.Duration, error) {
+	if f.mode == FailClosed {
+		return f.primary.RetryAfter(ctx, sources)
+	}
+	if use, probe := f.usePrimary(); use {
+		ra, err := f.primary.RetryAfter(ctx, sources)
+		if !f.settle(err, probe) {
+			return ra, err
+		}
+	}
+	return f.fallback.RetryAfter(ctx, sources)
+}
+
+// Snapshot reads the primary, or the fallback during an outage.
+func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, error) {
+	if f.mode == FailClosed {
+		return f.primary.Snapshot(ctx, source)
+	}
+	if use, probe := f.usePrimary(); use {
+		s, err := f.primary.Snapshot(ctx, source)
+		if !f.settle(err, probe) {
+			return s, err
+		}
+	}
+	return f.fallback.Snapshot(ctx, source)
+}
+
+// usePrimary reports whether this call goes to the primary: always outside
+// an outage; during one, a single call (the probe) once the retry interval
+// has passed.
+func (f *Failover) usePrimary() (use, probe bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.down {
+		return true, false
+	}
+	if f.trying || time.Now().Before(f.nextTry) {
+		return false, false
+	}
+	f.trying = true
+	return true, true
+}
+
+// settle books the primary's answer and reports whether the call must fall
+// back (Redis unreachable). Other errors belong to the caller.
+func (f *Failover) settle(err error, probe bool) (fallBack bool) {
+	unreachable := errors.Is(err, ErrUnreachable)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if probe {
+		f.trying = false
+	}
+	switch {
+	case unreachable:
+		now := time.Now()
+		f.nextTry = now.Add(f.every)
+		if !f.down {
+			f.down, f.since = true, now
+			f.log.Warn("pgw: redis unreachable, breaker gate serving from the local fallback until it answers",
+				"mode", f.mode.String(), "error", err.Error())
+		}
+		return true
+	case err == nil && f.down && probe:
+		f.down = false
+		f.log.Info("pgw: redis reachable again, breaker gate back on redis",
+			"outage", time.Since(f.since).Round(time.Millisecond).String())
+	}
+	return false
+}

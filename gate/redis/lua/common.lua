@@ -1,0 +1,191 @@
+-- common.lua: the prelude every breaker script starts with. The Go side
+-- prepends it to each script body before hashing, so each operation is still
+-- ONE script (one EVALSHA) while the record layout and the state machine
+-- helpers exist once. Nothing here touches Redis until a body calls it.
+--
+-- Record layout, all under one hash tag so a script touches one slot:
+--   KEYS[1] = <prefix>:{<scope>:<source>}:cb      hash, the breaker record
+--     st   state: 0 Closed, 1 Open, 2 HalfOpen (gate.State values)
+--     seq  last token handed out; generations and probe leases share it
+--     gen  token of the current generation
+--     cf   consecutive failures while Closed
+--     ps   probe successes in the current HalfOpen phase
+--     cd   cooldown (µs) of the next or current Open phase
+--     ou   openUntil, server time in µs (meaningful while Open)
+--     w<i> c<i> f<i>  window ring slot i (0..9): bucket index, calls, failures
+--   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
+--     member = lease token, score = expiry in server µs
+--
+-- ARGV[1..11] is the policy, the same for every script:
+--   1 ConsecutiveFailures   2 Cooldown µs        3 MaxCooldown µs
+--   4 CooldownMultiplier    5 ProbeTTL µs        6 SuccessThreshold
+--   7 HalfOpenProbes        8 window bucket width ms (0: no window)
+--   9 WindowMinCalls       10 WindowFailureRate 11 key TTL ms
+-- Script-specific arguments follow from ARGV[12].
+--
+-- Time is the server's (TIME), in µs; a lease is alive while now < expiry;
+-- Open moves on at now >= openUntil.
+
+local CLOSED, OPEN, HALF_OPEN = 0, 1, 2
+local BUCKETS = 10
+local NPOLICY = 11
+
+local P = {
+  failures = tonumber(ARGV[1]),
+  cooldown = tonumber(ARGV[2]),
+  max_cooldown = tonumber(ARGV[3]),
+  multiplier = tonumber(ARGV[4]),
+  probe_ttl = tonumber(ARGV[5]),
+  successes = tonumber(ARGV[6]),
+  probes = tonumber(ARGV[7]),
+  width = tonumber(ARGV[8]),
+  min_calls = tonumber(ARGV[9]),
+  rate = tonumber(ARGV[10]),
+  ttl = tonumber(ARGV[11]),
+}
+
+-- int renders a whole number without exponent: tostring(1.7e15) in Lua 5.1
+-- gives "1.7e+15", which Redis would store as-is.
+local function int(n)
+  return string.format('%d', n)
+end
+
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- load reads the record; a missing key is a fresh Closed record. r.dirty
+-- collects the fields to write back.
+local function load(key)
+  local raw = redis.call('HGETALL', key)
+  local r = { exists = #raw > 0, dirty = {} }
+  for i = 1, #raw, 2 do
+    r[raw[i]] = tonumber(raw[i + 1])
+  end
+  r.st = r.st or CLOSED
+  r.seq = r.seq or 0
+  r.gen = r.gen or 0
+  r.cf = r.cf or 0
+  r.ps = r.ps or 0
+  r.cd = r.cd or P.cooldown
+  r.ou = r.ou or 0
+  return r
+end
+
+local function set(r, field, value)
+  r[field] = value
+  r.dirty[field] = true
+end
+
+-- save writes the changed fields and refreshes the TTL of both keys (a record
+-- in use never expires; see doc.go for the TTL choice).
+local function save(r, keys)
+  local args = {}
+  for field in pairs(r.dirty) do
+    args[#args + 1] = field
+    args[#args + 1] = int(r[field])
+  end
+  if #args > 0 then
+    redis.call('HSET', keys[1], unpack(args))
+    r.exists = true
+  end
+  if r.exists then
+    redis.call('PEXPIRE', keys[1], int(P.ttl))
+    redis.call('PEXPIRE', keys[2], int(P.ttl))
+  end
+end
+
+-- remaining is the pinned RetryAfter: openUntil − now while Open and not yet
+-- due, 0 otherwise.
+local function remaining(r, now)
+  if r.st == OPEN and now < r.ou then
+    return r.ou - now
+  end
+  return 0
+end
+
+local function new_generation(r)
+  set(r, 'seq', r.seq + 1)
+  set(r, 'gen', r.seq)
+end
+
+local function bucket_index(now)
+  return math.floor(math.floor(now / 1000) / P.width)
+end
+
+-- window_add counts one outcome in the current bucket, recycling the ring
+-- slot when it still holds an older bucket.
+local function window_add(r, now, failed)
+  local idx = bucket_index(now)
+  local slot = idx % BUCKETS
+  local w, c, f = 'w' .. slot, 'c' .. slot, 'f' .. slot
+  if r[w] ~= idx then
+    set(r, w, idx)
+    set(r, c, 0)
+    set(r, f, 0)
+  end
+  set(r, c, (r[c] or 0) + 1)
+  if failed then
+    set(r, f, (r[f] or 0) + 1)
+  end
+end
+
+-- window_counts sums the current bucket and the nine before it.
+local function window_counts(r, now)
+  local idx = bucket_index(now)
+  local calls, failed = 0, 0
+  for slot = 0, BUCKETS - 1 do
+    local w, c = r['w' .. slot], r['c' .. slot] or 0
+    if c > 0 and w and w > idx - BUCKETS and w <= idx then
+      calls = calls + c
+      failed = failed + (r['f' .. slot] or 0)
+    end
+  end
+  return calls, failed
+end
+
+local function window_reset(r)
+  for slot = 0, BUCKETS - 1 do
+    if (r['c' .. slot] or 0) > 0 then
+      set(r, 'c' .. slot, 0)
+      set(r, 'f' .. slot, 0)
+    end
+  end
+end
+
+local function expire_leases(keys, now)
+  redis.call('ZREMRANGEBYSCORE', keys[2], '-inf', int(now))
+end
+
+-- open starts an Open phase of the given cooldown: new generation, counts and
+-- window cleared, every lease forgotten.
+local function open(r, keys, now, cooldown)
+  set(r, 'st', OPEN)
+  new_generation(r)
+  set(r, 'cd', cooldown)
+  set(r, 'ou', now + cooldown)
+  set(r, 'cf', 0)
+  set(r, 'ps', 0)
+  window_reset(r)
+  redis.call('DEL', keys[2])
+end
+
+-- close ends a HalfOpen phase: new generation, cooldown back to the policy's.
+local function close(r, keys)
+  set(r, 'st', CLOSED)
+  new_generation(r)
+  set(r, 'cd', P.cooldown)
+  set(r, 'ou', 0)
+  set(r, 'cf', 0)
+  set(r, 'ps', 0)
+  window_reset(r)
+  redis.call('DEL', keys[2])
+end
+
+-- grown is the cooldown after a failed probe: multiplied, capped.
+local function grown(cooldown)
+  return math.min(math.floor(cooldown * P.multiplier), P.max_cooldown)
+end
+
+-- body --

@@ -1,0 +1,93 @@
+-- record.lua: Record(source, decision, outcome).
+-- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
+-- ARGV[1..11] policy (see common.lua), then
+--   ARGV[12] outcome: 1 Success, 2 Failure, 3 Fatal, 4 Released
+--   ARGV[13] decision allowed 0|1
+--   ARGV[14] decision probe 0|1
+--   ARGV[15] decision token (decimal)
+-- Reply: {applied 0|1, state after, retry_after µs}.
+local SUCCESS, FAILURE, FATAL, RELEASED = 1, 2, 3, 4
+local outcome = tonumber(ARGV[NPOLICY + 1])
+local allowed = ARGV[NPOLICY + 2] == '1'
+local probe = ARGV[NPOLICY + 3] == '1'
+local token = ARGV[NPOLICY + 4]
+
+local now = now_us()
+local r = load(KEYS[1])
+
+local function reply(applied)
+  save(r, KEYS)
+  return { applied and 1 or 0, r.st, remaining(r, now) }
+end
+
+if r.st == HALF_OPEN then
+  expire_leases(KEYS, now)
+end
+-- A decision that was not allowed never ran: always a miss, even Fatal.
+if not allowed then
+  return reply(false)
+end
+
+-- Fatal opens at once from any state, even for a stale decision: a bad
+-- credential is bad whenever the call was admitted.
+if outcome == FATAL then
+  if r.st == CLOSED then
+    open(r, KEYS, now, r.cd)
+  elseif r.st == HALF_OPEN then
+    open(r, KEYS, now, grown(r.cd))
+  elseif now + r.cd > r.ou then
+    set(r, 'ou', now + r.cd)
+  end
+  return reply(true)
+end
+
+-- Fencing: a Closed admission of the current generation, or a probe whose
+-- lease still exists (expired ones were just removed).
+local current
+if probe then
+  current = r.st == HALF_OPEN and redis.call('ZSCORE', KEYS[2], token) ~= false
+else
+  current = r.st == CLOSED and tonumber(token) == r.gen
+end
+if not current then
+  return reply(false)
+end
+
+if r.st == CLOSED then
+  if outcome == SUCCESS then
+    if r.cf ~= 0 then
+      set(r, 'cf', 0)
+    end
+    if P.width > 0 then
+      window_add(r, now, false)
+    end
+  elseif outcome == FAILURE then
+    set(r, 'cf', r.cf + 1)
+    local trips = r.cf >= P.failures
+    if P.width > 0 then
+      window_add(r, now, true)
+      if not trips then
+        local calls, failed = window_counts(r, now)
+        trips = calls >= P.min_calls and failed >= P.rate * calls
+      end
+    end
+    if trips then
+      open(r, KEYS, now, r.cd)
+    end
+  end
+  return reply(true)
+end
+
+-- HalfOpen, current probe.
+if outcome == SUCCESS then
+  redis.call('ZREM', KEYS[2], token)
+  set(r, 'ps', r.ps + 1)
+  if r.ps >= P.successes then
+    close(r, KEYS)
+  end
+elseif outcome == FAILURE then
+  open(r, KEYS, now, grown(r.cd))
+else -- Released
+  redis.call('ZREM', KEYS[2], token)
+end
+return reply(true)

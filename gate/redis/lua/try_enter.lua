@@ -1,0 +1,34 @@
+-- try_enter.lua: TryEnter(source).
+-- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
+-- ARGV[1..11] policy (see common.lua); nothing else.
+-- Reply: {allowed 0|1, state, retry_after µs, probe 0|1, token}.
+local now = now_us()
+local r = load(KEYS[1])
+
+if r.st == CLOSED then
+  save(r, KEYS) -- refreshes the TTL: the admitted call outlives no record
+  return { 1, CLOSED, 0, 0, r.gen }
+end
+
+if r.st == OPEN then
+  if now < r.ou then
+    return { 0, OPEN, r.ou - now, 0, 0 }
+  end
+  -- The first TryEnter at or after openUntil moves to HalfOpen.
+  set(r, 'st', HALF_OPEN)
+  new_generation(r)
+  set(r, 'ps', 0)
+  redis.call('DEL', KEYS[2])
+end
+
+expire_leases(KEYS, now)
+if redis.call('ZCARD', KEYS[2]) >= P.probes then
+  save(r, KEYS)
+  -- A probe is in flight and may answer at any moment: no certain wait,
+  -- never the lease length (seed 000 §1.2).
+  return { 0, HALF_OPEN, 0, 0, 0 }
+end
+set(r, 'seq', r.seq + 1)
+redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(r.seq))
+save(r, KEYS)
+return { 1, HALF_OPEN, 0, 1, r.seq }
