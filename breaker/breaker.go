@@ -1,0 +1,274 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Breaker is one named circuit breaker. It is safe for concurrent use; a
+// Breaker must not be copied.
+//
+// The success path of Execute takes no lock of its own and allocates nothing
+// (the default memory gate takes one short per-source lock per step).
+type Breaker struct {
+	name       string
+	gate       gate.ProviderGate
+	clock      gate.Clock // nil: time.Now
+	isExcluded func(error) bool
+	excluded   []error
+	logger     *slog.Logger
+
+	counters counters
+
+	// seen is the last state observed from the gate (a gate.State); it is
+	// the fast-path check of every call, so it sits apart from evMu.
+	seen       atomic.Uint32
+	lastChange atomic.Pointer[time.Time]
+
+	// evMu guards the fields below. It is never held while calling the gate
+	// or a listener.
+	evMu      sync.Mutex
+	gen       uint64 // gate generation of the last observed state
+	seq       uint64 // Seq of the last queued StateChange
+	queue     []StateChange
+	draining  bool
+	listeners []func(StateChange) // copy-on-write
+}
+
+// New returns a breaker named name. With a zero cfg it runs on a new memory
+// gate with the default policy. It fails with a *ConfigError naming every
+// invalid field.
+func New(name string, cfg Config) (*Breaker, error) {
+	if err := cfg.validate(name); err != nil {
+		return nil, err
+	}
+	g, err := cfg.buildGate()
+	if err != nil {
+		return nil, &ConfigError{Name: name, Problems: []string{"Policy: " + err.Error()}, Policy: err}
+	}
+	b := &Breaker{
+		name:       name,
+		gate:       g,
+		clock:      cfg.Clock,
+		isExcluded: cfg.IsExcluded,
+		excluded:   slices.Clone(cfg.ExcludedErrors),
+		logger:     cfg.Logger,
+		listeners:  slices.Clone(cfg.OnStateChange),
+	}
+	if b.logger == nil {
+		b.logger = slog.Default()
+	}
+	b.seen.Store(uint32(gate.Closed))
+	return b, nil
+}
+
+// Name returns the breaker's name (its source key in the gate).
+func (b *Breaker) Name() string { return b.name }
+
+// Gate returns the gate the breaker runs on, e.g. to read its Snapshot.
+func (b *Breaker) Gate() gate.ProviderGate { return b.gate }
+
+// State returns the state last observed from the gate. It does no I/O; with a
+// gate shared by other processes it may lag until this breaker's next call.
+func (b *Breaker) State() gate.State { return gate.State(b.seen.Load()) }
+
+// Execute runs fn if the breaker admits a call, and records its outcome
+// (see the package documentation for what counts). It returns fn's error
+// unchanged, an *OpenError when the breaker rejects the call without running
+// fn, or the gate's error, wrapped, when the gate cannot be asked.
+//
+// A panic in fn is recorded as a failure and then continues with its original
+// value. Execute is safe for concurrent use; on the success path it allocates
+// nothing.
+func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
+	if fn == nil {
+		panic("pgw/breaker: Execute called with a nil function")
+	}
+	d, err := b.enter(ctx)
+	if err != nil {
+		return err
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			b.abandon(ctx, d, recover())
+		}
+	}()
+	err = fn(ctx)
+	finished = true
+	b.finish(ctx, d, err)
+	return err
+}
+
+// Do runs fn through cb.Execute and returns its value: the generic form of
+// Execute. On a rejection or gate error it returns the zero T.
+func Do[T any](ctx context.Context, cb *Breaker, fn func(context.Context) (T, error)) (T, error) {
+	if fn == nil {
+		panic("pgw/breaker: Do called with a nil function")
+	}
+	var v T
+	err := cb.Execute(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
+
+// Allow is the first half of manual use: it asks the breaker for one call
+// and, when admitted, returns a Token whose Done must be called exactly once
+// with the call's error. On a rejection it returns a nil Token and an
+// *OpenError. Prefer Execute where the call fits in a closure: Allow cannot
+// see panics, and a Token never finished holds a probe lease until the gate
+// expires it (Policy.ProbeTTL).
+//
+//	tok, err := cb.Allow(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	resp, err := client.Send(ctx, req)
+//	tok.Done(err)
+//
+// Allow is safe for concurrent use; each Token allocates.
+func (b *Breaker) Allow(ctx context.Context) (*Token, error) {
+	d, err := b.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Token{b: b, ctx: ctx, d: d}, nil
+}
+
+// Token is one call admitted by Allow. Its Done is safe for concurrent use.
+type Token struct {
+	b    *Breaker
+	ctx  context.Context
+	d    gate.Decision
+	done atomic.Bool
+}
+
+// Done records the outcome of the call, classified as for Execute against
+// the context given to Allow. Only the first Done counts; later calls, and
+// Done on a nil Token, do nothing.
+func (t *Token) Done(err error) {
+	if t == nil || !t.done.CompareAndSwap(false, true) {
+		return
+	}
+	t.b.finish(t.ctx, t.d, err)
+}
+
+// Probe reports whether the token holds a HalfOpen probe lease: its outcome
+// decides whether the breaker closes.
+func (t *Token) Probe() bool { return t != nil && t.d.Probe }
+
+// enter asks the gate for a call and turns a rejection into an *OpenError.
+func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
+	d, err := b.gate.TryEnter(ctx, b.name)
+	if err != nil {
+		b.counters.gateErrors.Add(1)
+		return d, fmt.Errorf("pgw/breaker: breaker %q: gate TryEnter: %w", b.name, err)
+	}
+	if !d.Allowed {
+		b.counters.rejections.Add(1)
+		b.observe(ctx, d.State)
+		return d, &OpenError{Name: b.name, State: d.State, RetryAfter: d.RetryAfter}
+	}
+	b.observe(ctx, d.State)
+	return d, nil
+}
+
+// result is how a finished call is counted locally.
+type result uint8
+
+const (
+	resSuccess result = iota
+	resFailure
+	resFatal
+	resExcluded
+	resCancelled
+)
+
+// outcome is the gate outcome recorded for r.
+func (r result) outcome() gate.Outcome {
+	switch r {
+	case resSuccess:
+		return gate.Success
+	case resFailure:
+		return gate.Failure
+	case resFatal:
+		return gate.Fatal
+	}
+	return gate.Released
+}
+
+// classify applies the order of the package documentation.
+func (b *Breaker) classify(ctx context.Context, err error) result {
+	if err == nil {
+		return resSuccess
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return resCancelled
+	}
+	if _, ok := errors.AsType[*FatalError](err); ok {
+		return resFatal
+	}
+	if b.isExcluded != nil && b.isExcluded(err) {
+		return resExcluded
+	}
+	for _, e := range b.excluded {
+		if errors.Is(err, e) {
+			return resExcluded
+		}
+	}
+	return resFailure
+}
+
+// finish classifies and records a call that returned.
+func (b *Breaker) finish(ctx context.Context, d gate.Decision, err error) {
+	b.record(ctx, d, b.classify(ctx, err))
+}
+
+// abandon records a call that did not return: a panic (p != nil) is a
+// failure and is re-raised; runtime.Goexit (p == nil, e.g. t.FailNow in a
+// test) gives the lease back like a cancellation.
+func (b *Breaker) abandon(ctx context.Context, d gate.Decision, p any) {
+	if p == nil {
+		b.record(ctx, d, resCancelled)
+		return
+	}
+	b.record(ctx, d, resFailure)
+	panic(p)
+}
+
+// record counts r locally, reports it to the gate and observes the state the
+// gate answers with.
+func (b *Breaker) record(ctx context.Context, d gate.Decision, r result) {
+	b.counters.count(r)
+	if ctx.Err() != nil {
+		// The outcome must reach the gate even though the caller gave up,
+		// or a probe lease would stay taken until it expires.
+		ctx = context.WithoutCancel(ctx)
+	}
+	u, err := b.gate.Record(ctx, b.name, d, r.outcome())
+	if err != nil {
+		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Record failed",
+			slog.String("breaker", b.name), slog.String("outcome", r.outcome().String()), slog.Any("error", err))
+		return
+	}
+	b.observe(ctx, u.State)
+}
+
+// now is the time of a state change.
+func (b *Breaker) now() time.Time {
+	if b.clock != nil {
+		return b.clock.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,103 @@
+package breaker
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Metrics is a snapshot of one breaker's local counts (seed 004 §5.3). The
+// counts are this Breaker's own calls since it was created; with a gate
+// shared by several processes, each process counts its own.
+type Metrics struct {
+	// Name is the breaker's name.
+	Name string
+	// State is the state last observed from the gate.
+	State gate.State
+	// TotalCalls is every call that asked the breaker and is over:
+	// Successes + Failures + Excluded + Cancelled + Rejections + GateErrors.
+	// Calls still running are not in it.
+	TotalCalls uint64
+	// Successes counts calls that returned nil.
+	Successes uint64
+	// Failures counts calls that failed, panicked, or returned a Fatal error.
+	Failures uint64
+	// Excluded counts calls whose error was excluded (not counted by the
+	// gate).
+	Excluded uint64
+	// Cancelled counts calls ended by their caller: the caller's context
+	// was done, or the goroutine exited through runtime.Goexit.
+	Cancelled uint64
+	// Rejections counts calls refused without running (*OpenError).
+	Rejections uint64
+	// GateErrors counts calls that could not ask the gate.
+	GateErrors uint64
+	// ConsecutiveSuccesses and ConsecutiveFailures count the latest run of
+	// successes or failures; excluded and cancelled calls and rejections
+	// neither extend nor break a run.
+	ConsecutiveSuccesses uint64
+	ConsecutiveFailures  uint64
+	// LastStateChange is when the last state change was observed; zero if
+	// none was.
+	LastStateChange time.Time
+}
+
+// counters are the atomics behind Metrics. The success path touches only
+// successes and consecSucc (and reads consecFail).
+type counters struct {
+	successes  atomic.Uint64
+	consecSucc atomic.Uint64
+	consecFail atomic.Uint64
+	failures   atomic.Uint64
+	excluded   atomic.Uint64
+	cancelled  atomic.Uint64
+	rejections atomic.Uint64
+	gateErrors atomic.Uint64
+}
+
+func (c *counters) count(r result) {
+	switch r {
+	case resSuccess:
+		c.successes.Add(1)
+		c.consecSucc.Add(1)
+		if c.consecFail.Load() != 0 {
+			c.consecFail.Store(0)
+		}
+	case resFailure, resFatal:
+		c.failures.Add(1)
+		c.consecFail.Add(1)
+		if c.consecSucc.Load() != 0 {
+			c.consecSucc.Store(0)
+		}
+	case resExcluded:
+		c.excluded.Add(1)
+	case resCancelled:
+		c.cancelled.Add(1)
+	}
+}
+
+// Metrics returns a snapshot of the breaker's counts. It takes no lock and
+// does no I/O, so a state-change listener may call it. Each field is read
+// atomically, but calls finishing meanwhile may be in some fields and not
+// yet in others.
+func (b *Breaker) Metrics() Metrics {
+	c := &b.counters
+	m := Metrics{
+		Name:                 b.name,
+		State:                b.State(),
+		Successes:            c.successes.Load(),
+		Failures:             c.failures.Load(),
+		Excluded:             c.excluded.Load(),
+		Cancelled:            c.cancelled.Load(),
+		Rejections:           c.rejections.Load(),
+		GateErrors:           c.gateErrors.Load(),
+		ConsecutiveSuccesses: c.consecSucc.Load(),
+		ConsecutiveFailures:  c.consecFail.Load(),
+	}
+	m.TotalCalls = m.Successes + m.Failures + m.Excluded + m.Cancelled + m.Rejections + m.GateErrors
+	if t := b.lastChange.Load(); t != nil {
+		m.LastStateChange = *t
+	}
+	return m
+}
