@@ -1,0 +1,61 @@
+package contracttest
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// quotaSettleCases pin Settle: refunds, debits (an overdrawn account blocks
+// even zero-token requests until it refills), Settle after Release, and bad
+// token counts.
+func quotaSettleCases() []quotaCase {
+	return []quotaCase{
+		{name: "SettleRefundsTheDifference", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
+			p := h.granted(qTPM)
+			h.rejected(qTokens, gate.LimitTPM)
+			h.settle(p, qTPM/2)
+			h.granted(qTPM / 2)
+			d := h.rejected(qTokens, gate.LimitTPM)
+			assert.LessOrEqual(h.t, d.RetryAfter, qTPMWait, "refund spent again: RetryAfter")
+			if h.clk.Slack() == 0 {
+				assert.Equal(h.t, qTPMWait, d.RetryAfter, "refund spent again: RetryAfter")
+			}
+		}},
+		{name: "SettleDebitsTheDifference", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
+			const over = qTokens / 2 // the account ends this far past a minute's allowance
+			t0 := h.clk.Now()
+			p := h.granted(qTPM / 2)
+			h.settle(p, qTPM+over)
+			// Overdrawn: a zero-token request waits for the overdraft to
+			// refill, a request of `over` tokens for twice as long.
+			d := h.rejected(0, gate.LimitTPM)
+			h.near(t0.Add(qTPMWait/2).Sub(h.clk.Now()), d.RetryAfter, "overdrawn account, zero tokens: RetryAfter")
+			d = h.rejected(over, gate.LimitTPM)
+			h.near(t0.Add(qTPMWait).Sub(h.clk.Now()), d.RetryAfter, "overdrawn account: RetryAfter")
+			h.exactRetry(d, over, gate.LimitTPM)
+		}},
+		{name: "SettleEqualToEstimateChangesNothing", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
+			p := h.granted(qTPM)
+			h.settle(p, qTPM)
+			d := h.rejected(qTokens, gate.LimitTPM)
+			assert.LessOrEqual(h.t, d.RetryAfter, qTPMWait)
+			assert.Greater(h.t, d.RetryAfter, qTPMWait-h.clk.Slack()-10*time.Millisecond)
+		}},
+		{name: "SettleAfterReleaseStillCorrects", limits: gate.Limits{TPM: qTPM, MaxInFlight: 1}, run: func(h *quotaHarness) {
+			p := h.granted(qTPM)
+			h.release(p)
+			h.settle(p, 0)
+			h.granted(qTPM)
+		}},
+		{name: "SettleNegativeIsATokensError", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
+			p := h.granted(qTPM)
+			err := h.g.Settle(h.t.Context(), p, -1)
+			requireTokensError(h.t, err, -1, "Settle(-1)")
+			// Nothing was refunded.
+			h.rejected(qTokens, gate.LimitTPM)
+		}},
+	}
+}

@@ -1,0 +1,211 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Quota is the in-process quota gate: per source a rolling RPM bucket, a
+// rolling TPM bucket and a MaxInFlight semaphore, decided all or nothing.
+// RetryAfter is exact to the microsecond (gate.QuotaDecision). It is safe for
+// concurrent use; each source has its own lock and the set of sources is fixed
+// at construction, so the hot path takes no global lock and allocates nothing.
+//
+// A source without an entry in the limits map is unlimited. In-flight slots
+// live as long as the process: a permit that is never released holds its slot
+// for good (the Redis gate's slots expire instead, for crashed processes).
+type Quota struct {
+	clock   gate.Clock
+	sources map[string]*quotaSource // read-only after NewQuota
+}
+
+var _ gate.QuotaGate = (*Quota)(nil)
+
+// The in-flight lease handle (gate.Permit.Lease) is generation<<slotBits |
+// slot. Generations grow per source and never repeat, so a stale or doubled
+// Release cannot free a slot someone else now holds; 2^40 grants per source
+// before wrapping is beyond any process's life.
+const (
+	slotBits = 24 // gate.MaxInFlightLimit == 1<<slotBits
+	slotMask = 1<<slotBits - 1
+)
+
+// quotaSource is one source's account.
+type quotaSource struct {
+	mu     sync.Mutex
+	limits gate.Limits
+	rpm    rateBucket
+	tpm    rateBucket
+	slots  []uint64 // generation of the lease holding each slot; 0 = free
+	free   []uint32 // stack of free slot indexes
+	gen    uint64   // last lease generation handed out
+}
+
+// NewQuota returns a quota gate enforcing limits, keyed by source name. It
+// fails with a *gate.LimitsError listing every invalid limit.
+func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
+	if err := gate.ValidateLimits(limits); err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	q := &Quota{clock: o.clock, sources: make(map[string]*quotaSource, len(limits))}
+	for name, l := range limits {
+		if l.Unlimited() {
+			continue
+		}
+		s := &quotaSource{
+			limits: l,
+			rpm:    newRateBucket(l.RPM),
+			tpm:    newRateBucket(l.TPM),
+		}
+		if l.MaxInFlight > 0 {
+			s.slots = make([]uint64, l.MaxInFlight)
+			s.free = make([]uint32, l.MaxInFlight)
+			for i := range s.free {
+				s.free[i] = uint32(l.MaxInFlight - 1 - i) // pop order 0, 1, 2…
+			}
+		}
+		q.sources[name] = s
+	}
+	return q, nil
+}
+
+// Acquire reserves one request and estTokens tokens for source and takes an
+// in-flight slot, or rejects with the exact RetryAfter of gate.QuotaDecision.
+// A rejection reserves nothing. It never blocks beyond the source's lock.
+func (q *Quota) Acquire(_ context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	s := q.sources[source]
+	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
+		tpm := 0
+		if s != nil {
+			tpm = s.limits.TPM
+		}
+		return gate.Permit{}, gate.QuotaDecision{}, &gate.TokensError{Op: "Acquire", Source: source, Tokens: estTokens, TPM: tpm}
+	}
+	if s == nil {
+		return gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
+	}
+	var now time.Time
+	var us int64
+	rated := s.rpm.Drain > 0 || s.tpm.Drain > 0
+	if rated {
+		now = q.clock.Now()
+		us = now.UnixMicro()
+	}
+
+	s.mu.Lock()
+	// at is the µs instant from which the rate limits admit; 0 when they
+	// admit now. It counts from the bucket's stamp, which another caller may
+	// have moved a little past this caller's us.
+	var at int64
+	var limit string
+	if s.rpm.Drain > 0 {
+		s.rpm.drain(us)
+		if w := s.rpm.wait(s.rpm.Unit); w > 0 {
+			at, limit = s.rpm.stamp+w, gate.LimitRPM
+		}
+	}
+	if s.tpm.Drain > 0 {
+		s.tpm.drain(us)
+		if w := s.tpm.wait(estTokens * s.tpm.Unit); w > 0 && s.tpm.stamp+w > at {
+			at, limit = s.tpm.stamp+w, gate.LimitTPM
+		}
+	}
+	full := s.slots != nil && len(s.free) == 0
+	if at > 0 || full {
+		s.mu.Unlock()
+		if at == 0 {
+			return gate.Permit{}, gate.QuotaDecision{Limit: gate.LimitInFlight}, nil
+		}
+		// Measured from the caller's instant, not from the truncated µs.
+		ra := time.UnixMicro(at).Sub(now)
+		return gate.Permit{}, gate.QuotaDecision{RetryAfter: ra, Limit: limit}, nil
+	}
+	if s.rpm.Drain > 0 {
+		s.rpm.level += s.rpm.Unit
+	}
+	if s.tpm.Drain > 0 {
+		s.tpm.level += estTokens * s.tpm.Unit
+	}
+	var lease uint64
+	if s.slots != nil {
+		slot := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		s.gen++
+		s.slots[slot] = s.gen
+		lease = s.gen<<slotBits | uint64(slot)
+	}
+	s.mu.Unlock()
+	return gate.Permit{Source: source, Lease: lease, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
+}
+
+// Settle corrects p's source's token account by actualTokens − p.Tokens. A
+// refund needs no clock: taking tokens out of the bucket before draining it
+// to now gives the same level as after (both clamp at empty), so only a
+// debit reads the time.
+func (q *Quota) Settle(_ context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Settle", Source: p.Source, Tokens: actualTokens}
+	}
+	s := q.sources[p.Source]
+	if s == nil || s.tpm.Drain == 0 || actualTokens == p.Tokens {
+		return nil
+	}
+	delta := s.tpm.clampDelta(actualTokens-p.Tokens, s.limits.TPM)
+	if delta < 0 {
+		s.mu.Lock()
+		s.tpm.level = max(s.tpm.level+delta, 0)
+		s.mu.Unlock()
+		return nil
+	}
+	us := q.clock.Now().UnixMicro()
+	s.mu.Lock()
+	s.tpm.drain(us)
+	s.tpm.level = min(s.tpm.level+delta, 2*s.tpm.Capacity)
+	s.mu.Unlock()
+	return nil
+}
+
+// Release frees p's in-flight slot. A permit already released, a zero
+// Permit, or a permit of another gate frees nothing.
+func (q *Quota) Release(_ context.Context, p gate.Permit) error {
+	if p.Lease == 0 {
+		return nil
+	}
+	s := q.sources[p.Source]
+	if s == nil {
+		return nil
+	}
+	slot, gen := p.Lease&slotMask, p.Lease>>slotBits
+	s.mu.Lock()
+	if slot < uint64(len(s.slots)) && s.slots[slot] == gen {
+		s.slots[slot] = 0
+		s.free = append(s.free, uint32(slot))
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Limits returns the limits NewQuota was given for source; ok is false for a
+// source it was not given (which is unlimited).
+func (q *Quota) Limits(source string) (l gate.Limits, ok bool) {
+	if s := q.sources[source]; s != nil {
+		return s.limits, true
+	}
+	return gate.Limits{}, false
+}
+
+// InFlight returns the number of in-flight slots of source now held; 0 for
+// a source without MaxInFlight.
+func (q *Quota) InFlight(source string) int {
+	s := q.sources[source]
+	if s == nil || s.slots == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.slots) - len(s.free)
+}

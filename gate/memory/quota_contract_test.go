@@ -1,0 +1,22 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/contracttest"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+)
+
+// TestQuotaContract runs the shared quota contract (SPEC §5) against the
+// memory gate on a fake clock, so every RetryAfter is compared exactly.
+func TestQuotaContract(t *testing.T) {
+	contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
+		clk := contracttest.NewFakeClock()
+		q, err := memory.NewQuota(limits, memory.WithClock(clk))
+		require.NoError(t, err)
+		return q, clk
+	})
+}
