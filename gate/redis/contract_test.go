@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/contracttest"
@@ -24,9 +25,9 @@ func TestContractMiniredis(t *testing.T) {
 }
 
 func TestContractRedisServer(t *testing.T) {
+	t.Parallel() // mostly real-time sleeping; overlaps with the cluster run
 	srv := testutil.StartRedis(t)
-	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = c.Close() })
+	c := realClient(t, srv.Addr)
 	contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
 		b, err := redis.NewBreaker(c, "chat", p)
 		require.NoError(t, err)
@@ -34,13 +35,41 @@ func TestContractRedisServer(t *testing.T) {
 	})
 }
 
-func TestContractRedisCluster(t *testing.T) {
+// TestRedisCluster runs everything that needs a cluster on one 3-master
+// cluster: starting one takes a few seconds.
+func TestRedisCluster(t *testing.T) {
+	t.Parallel()
 	cl := testutil.StartRedisCluster(t)
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs})
 	t.Cleanup(func() { _ = c.Close() })
-	contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
-		b, err := redis.NewBreaker(c, "chat", p)
+
+	t.Run("Contract", func(t *testing.T) {
+		contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
+			b, err := redis.NewBreaker(c, "chat", p)
+			require.NoError(t, err)
+			return b, contracttest.RealClock{}
+		})
+	})
+
+	t.Run("KeysOfASourceShareOneSlot", func(t *testing.T) {
+		b, err := redis.NewBreaker(c, "chat", gate.Policy{})
 		require.NoError(t, err)
-		return b, contracttest.RealClock{}
+		ctx := t.Context()
+		slots := map[int64]bool{}
+		for _, src := range []string{"openai", "azure-eu", "local", "x", "y", "z"} {
+			keys := b.Keys(src)
+			s0, err := c.ClusterKeySlot(ctx, keys[0]).Result()
+			require.NoError(t, err)
+			s1, err := c.ClusterKeySlot(ctx, keys[1]).Result()
+			require.NoError(t, err)
+			assert.Equal(t, s0, s1, "keys of %q on different slots", src)
+			slots[s0] = true
+		}
+		assert.Greater(t, len(slots), 1, "sources spread over slots")
+	})
+
+	t.Run("ScriptFlushMidRunKeepsWorking", func(t *testing.T) {
+		// SCRIPT FLUSH on every master: NOSCRIPT may come from any node.
+		scriptFlushKeepsWorking(t, c, func() { require.NoError(t, c.ScriptFlush(t.Context()).Err()) })
 	})
 }
