@@ -1,0 +1,271 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// DefaultPollInterval is the base of a nap when Config.PollInterval is 0.
+const DefaultPollInterval = 50 * time.Millisecond
+
+// Pacing is the per-source concurrency window Pick consults after the quota
+// (the AIMD pacer of the chat scope). Implementations are safe for
+// concurrent use.
+type Pacing interface {
+	// TryAcquire takes a slot of source's window, or reports false when the
+	// window is full.
+	TryAcquire(source string) bool
+	// Done gives the slot back; throttled reports an upstream 429, which
+	// shrinks the window.
+	Done(source string, throttled bool)
+}
+
+// Config builds a SourceAdmission. Only Scope, Sources and Breaker are
+// required; every other zero field means its default.
+type Config struct {
+	// Scope names the scope in errors and logs, e.g. "CHAT".
+	Scope string
+	// Sources are the scope's sources; at least one, names unique.
+	Sources []Source
+	// Breaker is the scope's breaker gate.
+	Breaker gate.ProviderGate
+	// Quota is the scope's quota gate; nil means unlimited.
+	Quota gate.QuotaGate
+	// Memo is the cooldown memo; nil means a new one. Share one memo between
+	// admissions only if they share the breaker.
+	Memo *Memo
+	// Pacer is the AIMD pacer; nil means none (embedding, OCR).
+	Pacer Pacing
+	// QuotaFull is the {SCOPE}__QUOTA_FULL mode (default Wait).
+	QuotaFull Mode
+	// CircuitOpen is the {SCOPE}__CIRCUIT_OPEN mode (default FailFast).
+	CircuitOpen Mode
+	// PollInterval is the base of a nap (default 50 ms).
+	PollInterval time.Duration
+	// Clock tells the time (default the wall clock).
+	Clock gate.Clock
+	// Sleep waits for d or until ctx is done, then returns ctx.Err() in the
+	// latter case (default SleepContext).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0, 1); it must be safe for concurrent use
+	// when the admission is (default math/rand/v2.Float64).
+	Rand func() float64
+	// Logger receives the wait lines (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ConfigError lists every invalid field of a Config.
+type ConfigError struct {
+	Problems []string
+}
+
+func (e *ConfigError) Error() string {
+	return "pgw/admission: invalid config: " + strings.Join(e.Problems, "; ")
+}
+
+// SourceAdmission decides which source of one scope runs the next attempt
+// (SPEC §6). Build one per scope with New and share it between that scope's
+// calls; it is safe for concurrent use when its gates, pacer, sleep and rand
+// are (the defaults are).
+type SourceAdmission struct {
+	scope       string
+	sel         selector
+	breaker     gate.ProviderGate
+	quota       gate.QuotaGate
+	memo        *Memo
+	pacer       Pacing
+	quotaFull   Mode
+	circuitOpen Mode
+	poll        time.Duration
+	clock       gate.Clock
+	sleep       func(context.Context, time.Duration) error
+	rand        func() float64
+	log         *slog.Logger
+}
+
+// New validates cfg and returns the scope's admission.
+func New(cfg Config) (*SourceAdmission, error) {
+	var bad []string
+	if cfg.Scope == "" {
+		bad = append(bad, `Scope="" (legal: a scope name, e.g. "CHAT")`)
+	}
+	if len(cfg.Sources) == 0 {
+		bad = append(bad, "Sources is empty (legal: at least one source)")
+	}
+	seen := make(map[string]bool, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		switch {
+		case s.Name == "":
+			bad = append(bad, fmt.Sprintf(`Sources[%d].Name="" (legal: a non-empty name)`, i))
+		case seen[s.Name]:
+			bad = append(bad, fmt.Sprintf("Sources[%d].Name=%q (legal: a name not used by another source)", i, s.Name))
+		}
+		seen[s.Name] = true
+		if s.Weight < 0 {
+			bad = append(bad, fmt.Sprintf("Sources[%d].Weight=%d (legal: ≥ 1, or 0 for 1)", i, s.Weight))
+		}
+	}
+	if cfg.Breaker == nil {
+		bad = append(bad, "Breaker is nil (legal: a gate.ProviderGate, e.g. gate.Noop{})")
+	}
+	if cfg.QuotaFull == "" {
+		cfg.QuotaFull = DefaultQuotaFull
+	}
+	if cfg.CircuitOpen == "" {
+		cfg.CircuitOpen = DefaultCircuitOpen
+	}
+	for _, err := range []error{checkMode("QuotaFull", cfg.QuotaFull), checkMode("CircuitOpen", cfg.CircuitOpen)} {
+		if err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if cfg.PollInterval < 0 {
+		bad = append(bad, fmt.Sprintf("PollInterval=%v (legal: > 0, or 0 for %v)", cfg.PollInterval, DefaultPollInterval))
+	}
+	if len(bad) > 0 {
+		return nil, &ConfigError{Problems: bad}
+	}
+	a := &SourceAdmission{
+		scope:       cfg.Scope,
+		breaker:     cfg.Breaker,
+		quota:       cfg.Quota,
+		memo:        cfg.Memo,
+		pacer:       cfg.Pacer,
+		quotaFull:   cfg.QuotaFull,
+		circuitOpen: cfg.CircuitOpen,
+		poll:        cfg.PollInterval,
+		clock:       cfg.Clock,
+		sleep:       cfg.Sleep,
+		rand:        cfg.Rand,
+		log:         cfg.Logger,
+	}
+	if a.memo == nil {
+		a.memo = NewMemo()
+	}
+	if a.poll == 0 {
+		a.poll = DefaultPollInterval
+	}
+	if a.clock == nil {
+		a.clock = gate.SystemClock{}
+	}
+	if a.sleep == nil {
+		a.sleep = SleepContext
+	}
+	if a.rand == nil {
+		a.rand = rand.Float64
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.sel = newSelector(cfg.Sources, a.rand)
+	return a, nil
+}
+
+// Scope returns the scope's name.
+func (a *SourceAdmission) Scope() string { return a.scope }
+
+// Memo returns the admission's cooldown memo.
+func (a *SourceAdmission) Memo() *Memo { return a.memo }
+
+// HoldOff keeps source out of admission in this process for at least d from
+// now — the upstream's Retry-After on a 429. It lengthens a running cooldown
+// but never shortens one (SPEC §7).
+func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
+	if d > 0 {
+		a.memo.SetUntil(source, a.clock.Now().Add(d))
+	}
+}
+
+// Pick runs one admission round (SPEC §6). It walks the sources in selector
+// order — sources with an entry in attemptFails (the failures of this call
+// so far, may be nil) last — and returns a Ticket for the first source that
+// passes the memo, the breaker, the quota (reserving estTokens) and the
+// pacer, together with the rejections of the sources tried before it. When
+// none passes it returns a nil Ticket and every source's rejection; hand them
+// to Call.OnNoRunnable. An error of a gate, or ctx's, ends the round with
+// everything taken in it given back.
+func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	var buf [maxStackSources]int
+	it := a.sel.iter(buf[:0], attemptFails)
+	// The clock is read only when needed: the common round, a Closed first
+	// source and an empty memo, reads none.
+	var now time.Time
+	clock := func() time.Time {
+		if now.IsZero() {
+			now = a.clock.Now()
+		}
+		return now
+	}
+	var rej Rejections
+	for i, ok := it.next(); ok; i, ok = it.next() {
+		name := a.sel.sources[i].Name
+		if ra := a.memo.remaining(name, clock); ra > 0 {
+			rej = append(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra})
+			continue
+		}
+		d, err := a.breaker.TryEnter(ctx, name)
+		if err != nil {
+			return nil, rej, fmt.Errorf("pgw/admission: scope %q: breaker gate of source %q: %w", a.scope, name, err)
+		}
+		if !d.Allowed {
+			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
+			// entry that could outlive the probe (seed 000 §1.3).
+			a.memo.SetUntil(name, clock().Add(d.RetryAfter))
+			rej = append(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter})
+			continue
+		}
+		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej}
+		if a.quota != nil {
+			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
+			if err != nil {
+				t.giveBack(ctx)
+				return nil, rej, fmt.Errorf("pgw/admission: scope %q: quota gate of source %q: %w", a.scope, name, err)
+			}
+			if !qd.Allowed {
+				t.giveBack(ctx)
+				rej = append(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter})
+				continue
+			}
+			t.permit, t.hasPermit = p, true
+		}
+		if a.pacer != nil {
+			if !a.pacer.TryAcquire(name) {
+				t.giveBack(ctx)
+				rej = append(rej, Rejection{Source: name, Reason: AdaptivePaced})
+				continue
+			}
+			t.paced = true
+		}
+		return t, rej, nil
+	}
+	return nil, rej, nil
+}
+
+// giveBack returns everything a ticket that lost holds: the breaker decision
+// as Released, the permit with its reservation refunded, the pacer slot
+// untouched by a throttle.
+func (t *Ticket) giveBack(ctx context.Context) {
+	_ = t.Done(ctx, Result{Outcome: gate.Released, Tokens: 0})
+}
+
+// Result is what a Ticket's attempt reports back.
+type Result struct {
+	// Outcome is the breaker outcome. The zero value is treated as
+	// Released: a ticket given back without a verdict (a panic, an early
+	// return) says nothing about the source.
+	Outcome gate.Outcome
+	// Tokens is the actual token count the attempt used, settled against
+	// the estimate reserved at Pick. Negative leaves the estimate standing.
+	Tokens int64
+	// Throttled reports an upstream 429: the pacer shrinks its window.
+	Throttled bool
+}

@@ -1,0 +1,155 @@
+package admission
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/pgw-go/pgw/internal/errs"
+)
+
+// StallBudget is a call's view of its stall budget (SPEC §7); retry's
+// StallClock implements it.
+type StallBudget interface {
+	// Stalled reports whether the call's stall time exceeds the window and
+	// no call of its scope delivered a success within the window.
+	Stalled() bool
+	// Remaining is the stall time left before the window is spent; ≤ 0 once
+	// it is.
+	Remaining() time.Duration
+}
+
+// Call is one governed call's use of a SourceAdmission: it carries the call's
+// in-call failures (demotion), its stall budget and whether it is waiting, so
+// that a wait logs one line when it starts and one when it ends however many
+// naps it takes. A Call belongs to one call and is not safe for concurrent
+// use; the SourceAdmission behind it is.
+type Call struct {
+	a       *SourceAdmission
+	stall   StallBudget
+	fails   map[string]int
+	waiting bool
+	since   time.Time
+	naps    int
+}
+
+// NewCall starts a call. stall bounds its waiting; nil means unbounded (never
+// stalled), for tests and callers that bound the call with ctx alone.
+func (a *SourceAdmission) NewCall(stall StallBudget) *Call {
+	return &Call{a: a, stall: stall}
+}
+
+// Failed demotes source for the rest of the call: later rounds try it after
+// every source that has not failed (chat's in-call demotion). Loops that do
+// not demote never call it, and their order is the selector's alone.
+func (c *Call) Failed(source string) {
+	if c.fails == nil {
+		c.fails = make(map[string]int, 2)
+	}
+	c.fails[source]++
+}
+
+// Pick runs one admission round with the call's demotions; see
+// SourceAdmission.Pick. A ticket (or an error) after a wait ends the wait.
+func (c *Call) Pick(ctx context.Context, estTokens int64) (*Ticket, Rejections, error) {
+	t, rej, err := c.a.Pick(ctx, c.fails, estTokens)
+	if c.waiting {
+		switch {
+		case err != nil:
+			c.leave(err, "")
+		case t != nil:
+			c.leave(nil, t.Source)
+		}
+	}
+	return t, rej, err
+}
+
+// OnNoRunnable decides what the call does after a round that admitted no
+// source (SPEC §6). Dispatch is by rejection reason, so a breaker wait is
+// never reported as a quota one (seed 000 §3.3):
+//
+//	every rejection a gate one (cooldown, circuit_open):
+//	  CIRCUIT_OPEN=fail_fast → *CircuitOpenError, RetryAfter = earliest source's
+//	  CIRCUIT_OPEN=wait      → hint = earliest source's RetryAfter (0: all HalfOpen)
+//	otherwise (some rate_limited or adaptive_paced):
+//	  QUOTA_FULL=fail_fast   → *AllSourcesExhausted{Reason: "quota_exhausted"}
+//	  QUOTA_FULL=wait        → hint = earliest RetryAfter (0: unknown)
+//
+// A waiting call that is stalled gets *AllSourcesExhausted{Reason: "stalled"}
+// with every source's reason; otherwise OnNoRunnable sleeps Nap(hint) and
+// returns nil for the next round, or ctx.Err() at once when ctx ends first.
+// It holds nothing while it sleeps.
+//
+// The RetryAfter of each rejection is what its stage reported in this very
+// round: for circuit_open the breaker's own pinned RetryAfter, for cooldown
+// the memo's remaining time (fed by the breaker, or longer after an
+// upstream's Retry-After). Their minimum is the gate's RetryAfter(sources) at
+// that instant, or later only where this process would not admit the source
+// earlier anyway — so the hint costs no extra gate query, and a waiting call
+// asks the gate about once per cooldown.
+func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
+	a := c.a
+	hint := rej.earliest()
+	allGate := rej.AllGate()
+	switch {
+	case allGate && a.circuitOpen == FailFast:
+		err := &errs.CircuitOpenError{Scope: a.scope, Sources: rej.Sources(), RetryAfter: hint}
+		c.leave(err, "")
+		return err
+	case !allGate && a.quotaFull == FailFast:
+		err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonQuotaExhausted, Reasons: rej.Map()}
+		c.leave(err, "")
+		return err
+	}
+	remaining := time.Duration(1<<63 - 1)
+	if c.stall != nil {
+		if c.stall.Stalled() {
+			err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonStalled, Reasons: rej.Map()}
+			c.leave(err, "")
+			return err
+		}
+		remaining = c.stall.Remaining()
+	}
+	nap := Nap(hint, a.poll, remaining, a.rand())
+	c.naps++
+	if !c.waiting {
+		c.waiting = true
+		c.since = a.clock.Now()
+		kind := "quota_full"
+		if allGate {
+			kind = "circuit_open"
+		}
+		a.log.LogAttrs(ctx, slog.LevelInfo, "pgw: no source may run; waiting",
+			slog.String("scope", a.scope),
+			slog.String("reason", kind),
+			slog.Any("reasons", rej.Map()),
+			slog.Duration("retry_after", hint),
+			slog.Duration("wait", nap))
+	}
+	if err := a.sleep(ctx, nap); err != nil {
+		c.leave(err, "")
+		return err
+	}
+	return nil
+}
+
+// leave logs the end of a wait, if the call is waiting.
+func (c *Call) leave(err error, source string) {
+	if !c.waiting {
+		return
+	}
+	c.waiting = false
+	a := c.a
+	attrs := []slog.Attr{
+		slog.String("scope", a.scope),
+		slog.Duration("waited", a.clock.Now().Sub(c.since)),
+		slog.Int("naps", c.naps),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("outcome", "error"), slog.Any("err", err))
+	} else {
+		attrs = append(attrs, slog.String("outcome", "admitted"), slog.String("source", source))
+	}
+	c.naps = 0
+	a.log.LogAttrs(context.Background(), slog.LevelInfo, "pgw: wait over", attrs...)
+}

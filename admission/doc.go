@@ -1,0 +1,38 @@
+// Package admission decides which source of a scope runs the next attempt of a
+// governed call, and what a call does when none may run (SPEC §6, seed 000
+// §3.3–3.4). It is the one decision point the chat, embedding and OCR loops of
+// package retry share: their differences — in-call demotion and the AIMD pacer
+// — are injected, not branched.
+//
+// A SourceAdmission is built once per scope. Each call takes a Call from it:
+//
+//	call := adm.NewCall(stallClock)
+//	for {
+//		t, rej, err := call.Pick(ctx, estTokens)
+//		if err != nil { return err }
+//		if t == nil {
+//			if err := call.OnNoRunnable(ctx, rej); err != nil { return err }
+//			continue
+//		}
+//		func() {
+//			var res admission.Result // zero Outcome: given back as Released
+//			defer func() { _ = t.Done(ctx, res) }() // panics included
+//			… attempt on t.Source, then set res …
+//		}()
+//	}
+//
+// Pick walks the sources in selector order (priority tiers ascending,
+// weighted random within a tier, sources that failed earlier in the call
+// last) and checks each, in order: the cooldown memo ("cooldown"), the breaker
+// TryEnter ("circuit_open"), the quota Acquire ("rate_limited") and the pacer
+// ("adaptive_paced"). The first source that passes all four wins; whatever was
+// taken for a source that then lost is given back at once.
+//
+// OnNoRunnable dispatches on the rejection reasons: when every rejection is a
+// gate rejection (cooldown, circuit_open) the scope's CIRCUIT_OPEN mode
+// applies, otherwise its QUOTA_FULL mode — so a breaker wait is never reported
+// as quota_exhausted. A waiting call sleeps nap(hint): to the certain end of
+// the earliest cooldown plus jitter, clamped to the remaining stall budget, so
+// it asks the gate about once per cooldown and its worst wall time is the
+// stall window plus one poll interval.
+package admission

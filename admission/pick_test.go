@@ -1,0 +1,177 @@
+package admission_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/gate"
+)
+
+// TestPickChecksMemoBreakerQuotaPacerInOrder: each stage rejecting alone
+// yields its reason, and a later stage is not consulted.
+func TestPickChecksMemoBreakerQuotaPacerInOrder(t *testing.T) {
+	cases := []struct {
+		name       string
+		setup      func(t *testing.T, f *fixture)
+		reason     admission.Reason
+		retryAfter time.Duration
+		tryEnters  int64
+	}{
+		{"memo says cooldown: the breaker is not asked", func(t *testing.T, f *fixture) {
+			f.adm.HoldOff("s1", 5*time.Second)
+		}, admission.Cooldown, 5 * time.Second, 0},
+		{"breaker open", func(t *testing.T, f *fixture) { f.open(t, "s1") }, admission.CircuitOpen, cooldown, 1},
+		{"quota full", func(t *testing.T, f *fixture) { f.quota.setReject("s1", 3*time.Second) }, admission.RateLimited, 3 * time.Second, 1},
+		{"pacer window full", func(t *testing.T, f *fixture) { f.pacer.limit["s1"] = 0 }, admission.AdaptivePaced, 0, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			c.setup(t, f)
+			tk, rej, err := f.adm.Pick(context.Background(), nil, 10)
+			require.NoError(t, err)
+			require.Nil(t, tk)
+			assert.Equal(t, admission.Rejections{{Source: "s1", Reason: c.reason, RetryAfter: c.retryAfter}}, rej)
+			assert.Equal(t, c.tryEnters, f.gate.tryEnter.Load())
+			assert.Zero(t, f.quota.held("s1"), "nothing held after a rejection")
+			assert.Zero(t, f.pacer.holding("s1"))
+		})
+	}
+}
+
+func TestBreakerRejectionWritesTheMemoUntilRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	f.open(t, "s1")
+	f.clk.Advance(20 * time.Second)
+	_, _, err := f.adm.Pick(context.Background(), nil, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 40*time.Second, f.adm.Memo().Remaining("s1", f.clk.Now()))
+
+	_, rej, err := f.adm.Pick(context.Background(), nil, 1)
+	require.NoError(t, err)
+	assert.Equal(t, admission.Cooldown, rej[0].Reason, "the next round is answered by the memo")
+	assert.Equal(t, int64(1), f.gate.tryEnter.Load(), "without asking the gate again")
+}
+
+func TestPickWinnerHoldsProbePermitAndPacerSlotUntilDone(t *testing.T) {
+	f := newFixture(t)
+	f.open(t, "s1")
+	f.clk.Advance(cooldown)
+	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	assert.True(t, tk.Decision.Probe)
+	assert.Equal(t, 1, f.snapshot(t, "s1").ProbesInFlight)
+	assert.Equal(t, 1, f.quota.held("s1"))
+	assert.Equal(t, 1, f.pacer.holding("s1"))
+
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: 4}))
+	assert.Equal(t, gate.Closed, f.snapshot(t, "s1").State)
+	assert.Zero(t, f.quota.held("s1"))
+	assert.Equal(t, int64(4), f.quota.tokens("s1"), "the estimate is settled to the actual count")
+	assert.Zero(t, f.pacer.holding("s1"))
+}
+
+func TestTicketDoneActsExactlyOnce(t *testing.T) {
+	f := newFixture(t)
+	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: 10}))
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Failure}))
+	assert.Equal(t, int64(1), f.gate.record.Load())
+	assert.Equal(t, 0, f.quota.held("s1"), "released once, not twice")
+	assert.Equal(t, 0, f.pacer.holding("s1"))
+}
+
+func TestTicketDoneGivesBackEvenWhenTheCallWasCancelled(t *testing.T) {
+	f := newFixture(t)
+	f.open(t, "s1")
+	f.clk.Advance(cooldown)
+	ctx, cancel := context.WithCancel(context.Background())
+	tk, _, err := f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err)
+	cancel()
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Released}))
+	assert.Zero(t, f.snapshot(t, "s1").ProbesInFlight)
+	assert.Zero(t, f.quota.held("s1"))
+}
+
+// TestPickGivesBackWhatALoserTook: a source that passes the breaker but not
+// the quota returns its probe lease; one that passes the quota but not the
+// pacer returns its permit and the reserved tokens.
+func TestPickGivesBackWhatALoserTook(t *testing.T) {
+	f := newFixture(t, withSources(admission.Source{Name: "s1"}, admission.Source{Name: "s2"}, admission.Source{Name: "s3"}),
+		withRand(func() float64 { return 0 })) // order s1, s2, s3
+	f.open(t, "s1")
+	f.clk.Advance(cooldown) // s1's next TryEnter is granted the probe
+	f.quota.setReject("s1", time.Second)
+	f.pacer.limit["s2"] = 0
+
+	tk, rej, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	assert.Equal(t, "s3", tk.Source)
+	assert.Equal(t, admission.Rejections{
+		{Source: "s1", Reason: admission.RateLimited, RetryAfter: time.Second},
+		{Source: "s2", Reason: admission.AdaptivePaced},
+	}, rej)
+	assert.Equal(t, rej, tk.Skipped)
+
+	s1 := f.snapshot(t, "s1")
+	assert.Equal(t, gate.HalfOpen, s1.State)
+	assert.Zero(t, s1.ProbesInFlight, "the probe granted to the loser s1 was released")
+	assert.Zero(t, f.quota.held("s2"), "the permit taken for the loser s2 was released")
+	assert.Zero(t, f.quota.tokens("s2"), "and its token reservation refunded")
+	assert.Zero(t, f.pacer.holding("s2"))
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+}
+
+type failingGate struct{ gate.ProviderGate }
+
+var errGateDown = errors.New("redis is down")
+
+func (failingGate) TryEnter(context.Context, string) (gate.Decision, error) {
+	return gate.Decision{}, errGateDown
+}
+
+func TestPickReturnsAGateErrorHoldingNothing(t *testing.T) {
+	f := newFixture(t)
+	adm, err := admission.New(admission.Config{Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}},
+		Breaker: failingGate{f.breaker}, Quota: f.quota})
+	require.NoError(t, err)
+	tk, _, err := adm.Pick(context.Background(), nil, 1)
+	assert.Nil(t, tk)
+	require.ErrorIs(t, err, errGateDown)
+	assert.Contains(t, err.Error(), `source "s1"`)
+	assert.Zero(t, f.quota.held("s1"))
+}
+
+func TestPickReturnsCtxErrWhenTheCallIsAlreadyCancelled(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := f.adm.Pick(ctx, nil, 1)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, f.gate.tryEnter.Load())
+}
+
+func TestNewReportsEveryInvalidField(t *testing.T) {
+	_, err := admission.New(admission.Config{
+		Sources:      []admission.Source{{Name: "a"}, {Name: "a", Weight: -1}, {}},
+		QuotaFull:    "later",
+		PollInterval: -time.Second,
+	})
+	var ce *admission.ConfigError
+	require.ErrorAs(t, err, &ce)
+	msg := err.Error()
+	for _, want := range []string{"Scope", `Sources[1].Name="a"`, "Sources[1].Weight=-1", `Sources[2].Name=""`,
+		"Breaker is nil", `QuotaFull="later"`, `"wait", "fail_fast"`, "PollInterval=-1s"} {
+		assert.Contains(t, msg, want)
+	}
+}

@@ -1,0 +1,75 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Ticket is what Pick hands the winning source: its breaker decision (a probe
+// lease when Decision.Probe), its quota permit and its pacer slot. Done gives
+// them all back, exactly once; call it from a defer so that a panic in the
+// attempt leaks nothing. Safe for concurrent use (Done is idempotent).
+type Ticket struct {
+	// Source is the admitted source's name.
+	Source string
+	// Decision is the breaker's admission.
+	Decision gate.Decision
+	// Skipped are the sources tried before Source in the same round, with
+	// why each was not admitted.
+	Skipped Rejections
+
+	a         *SourceAdmission
+	permit    gate.Permit
+	hasPermit bool
+	paced     bool
+	done      atomic.Bool
+}
+
+// Done reports the attempt's result and gives back everything the ticket
+// holds: it records r.Outcome with the breaker (which frees a probe lease),
+// settles the permit to r.Tokens and releases it, and returns the pacer slot.
+// Only the first call acts; later calls return nil. The gates are called with
+// ctx stripped of its cancellation, so a cancelled call still gives back its
+// permit and lease. Every step runs even when an earlier one fails; the
+// failures are logged and returned joined.
+func (t *Ticket) Done(ctx context.Context, r Result) error {
+	if !t.done.CompareAndSwap(false, true) {
+		return nil
+	}
+	a := t.a
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	o := r.Outcome
+	if !o.Valid() {
+		o = gate.Released
+	}
+	var errRecord, errSettle, errRelease error
+	if _, err := a.breaker.Record(ctx, t.Source, t.Decision, o); err != nil {
+		errRecord = fmt.Errorf("record %s: %w", o, err)
+	}
+	if t.hasPermit {
+		if r.Tokens >= 0 {
+			if err := a.quota.Settle(ctx, t.permit, r.Tokens); err != nil {
+				errSettle = fmt.Errorf("settle permit: %w", err)
+			}
+		}
+		if err := a.quota.Release(ctx, t.permit); err != nil {
+			errRelease = fmt.Errorf("release permit: %w", err)
+		}
+	}
+	if t.paced {
+		a.pacer.Done(t.Source, r.Throttled)
+	}
+	if errRecord == nil && errSettle == nil && errRelease == nil {
+		return nil
+	}
+	err := fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
+		a.scope, t.Source, errors.Join(errRecord, errSettle, errRelease))
+	a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
+	return err
+}
