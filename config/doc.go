@@ -1,0 +1,66 @@
+// Package config holds a gateway's settings (SPEC §9): the Settings struct,
+// which may be built in code, and its reading from environment variables.
+//
+// # Keys
+//
+// The fixed keys (read with envconfig by FromEnv):
+//
+//	PGW_BREAKER_BACKEND      memory (default) | redis | noop
+//	PGW_QUOTA_BACKEND        memory | redis; default: the breaker's, noop → memory
+//	PGW_REDIS_URL            go-redis URL, default redis://127.0.0.1:6379/0 (a secret: it may hold a password)
+//	PGW_REDIS_CLUSTER_ADDRS  host:port,host:port — selects Redis Cluster
+//	PGW_REDIS_PREFIX         key prefix, default pgw
+//	PGW_REDIS_DOWN           fail_open (default) | fail_closed
+//	PGW_SCOPES               scope names to read, default CHAT,EMBEDDING,OCR
+//
+// Per scope listed in PGW_SCOPES; a scope is active when {SCOPE}__SOURCES is
+// set, and the keys of an inactive scope are not read:
+//
+//	{SCOPE}__SOURCES            comma list of source names (required)
+//	{SCOPE}__QUOTA_FULL         wait (default) | fail_fast
+//	{SCOPE}__CIRCUIT_OPEN       wait | fail_fast (default; single-source scopes should say wait)
+//	{SCOPE}__MAX_ATTEMPTS       ≥ 1, default 3 × number of sources
+//	{SCOPE}__STALL_WINDOW_S     default 300
+//	{SCOPE}__POLL_INTERVAL_S    default 0.05
+//	{SCOPE}__FAILURE_THRESHOLD  ≥ 1, default 5
+//	{SCOPE}__COOLDOWN_S         default 60
+//	{SCOPE}__MAX_COOLDOWN_S     ≥ COOLDOWN_S, default max(600, COOLDOWN_S)
+//	{SCOPE}__PROBE_TTL_S        default gate.DefaultProbeTTL(cooldown, slowest source timeout)
+//
+// Per source, under {SCOPE}__{KEY}__ where KEY is the source name upper-cased
+// with '-' turned into '_' (CHAT__SOURCES=eu-1 → CHAT__EU_1__BASE_URL); the
+// source keeps its name as written:
+//
+//	BASE_URL       absolute http(s) URL; optional (a custom Call may need none)
+//	API_KEY        secret, never printed; empty or unset means none
+//	MODEL          free text
+//	TIMEOUT_S      default 60
+//	RPM, TPM       requests and tokens per minute, ≥ 0, 0 (default) = unlimited
+//	MAX_IN_FLIGHT  ≥ 0, 0 (default) = unlimited
+//	WEIGHT         share within a priority tier, 1…1000000, default 1
+//	PRIORITY       integer, default 0; lower is tried first
+//	BATCH_SIZE     most inputs per embedding request, ≥ 0, 0 (default) = no split
+//
+// Keys ending in _S are seconds and accept fractions ("0.5"), within
+// [0.001, 10000000]; NaN, infinities, negatives and zero are rejected.
+//
+// # Rules
+//
+// Nothing invalid is silently defaulted. A key set to the empty string is
+// set: for API_KEY and MODEL it means empty, for every other key it is an
+// error (unset the key to get the default). Enumerated values are matched
+// exactly (lower case). Scope names are upper-case as in the keys; source
+// names are letters and digits joined by single '-' or '_', and two names of
+// one scope that give the same key are an error.
+//
+// Every problem is reported at once: one *errs.ConfigError (re-exported as
+// pgw.ConfigError, code PGW-CONFIG) lists each bad key with its value and
+// the legal values, sorted by key. Secret values are shown as "<redacted>",
+// URLs without their user info and query. FromEnv and FromMap also report
+// unknown keys under a listed scope's prefix (CHAT__CIRCUT_OPEN) and near
+// misses of the PGW_ keys.
+//
+// Settings built in code follow the same rules through Settings.Validate: a
+// zero field means its default, and problems are named by the key that would
+// set the field.
+package config

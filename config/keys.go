@@ -1,0 +1,216 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// The tables below are the single list of keys: parsing, validation of
+// Settings built in code, and unknown-key detection all walk them.
+
+// Keys that are not fields of a table.
+const (
+	keyScopes  = "PGW_SCOPES"
+	keySources = "SOURCES"
+)
+
+var globalFields = []field[Settings]{
+	enumField("PGW_BREAKER_BACKEND", func(s *Settings) *Backend { return &s.BreakerBackend },
+		BackendMemory, BackendRedis, BackendNoop),
+	enumField("PGW_QUOTA_BACKEND", func(s *Settings) *Backend { return &s.QuotaBackend },
+		BackendMemory, BackendRedis),
+	{
+		suffix: "PGW_REDIS_URL",
+		legal:  legalRedisURL,
+		load: func(s *Settings, raw string) bool {
+			raw = strings.TrimSpace(raw)
+			if checkRedisURL(raw) != "" {
+				return false
+			}
+			s.Redis.URL = NewSecret(raw)
+			return true
+		},
+		check: func(s *Settings) (string, bool) {
+			u := s.Redis.URL.Reveal()
+			return redactURL(u), checkRedisURL(u) == ""
+		},
+		show:   func(raw string) string { return redactURL(strings.TrimSpace(raw)) },
+		detail: func(raw string) string { return checkRedisURL(strings.TrimSpace(raw)) },
+	},
+	{
+		suffix: "PGW_REDIS_CLUSTER_ADDRS",
+		legal:  "comma-separated host:port list, e.g. 10.0.0.1:7000,10.0.0.2:7000",
+		load: func(s *Settings, raw string) bool {
+			addrs := splitList(raw)
+			if !validAddrs(addrs) {
+				return false
+			}
+			s.Redis.ClusterAddrs = addrs
+			return true
+		},
+		check: func(s *Settings) (string, bool) {
+			a := s.Redis.ClusterAddrs
+			return strings.Join(a, ","), len(a) == 0 || validAddrs(a)
+		},
+	},
+	{
+		suffix: "PGW_REDIS_PREFIX",
+		legal:  "non-empty printable ASCII without spaces, '{' or '}'",
+		load: func(s *Settings, raw string) bool {
+			if !validPrefix(raw) {
+				return false
+			}
+			s.Redis.Prefix = raw
+			return true
+		},
+		check: func(s *Settings) (string, bool) { return s.Redis.Prefix, validPrefix(s.Redis.Prefix) },
+	},
+	enumField("PGW_REDIS_DOWN", func(s *Settings) *RedisDown { return &s.Redis.Down },
+		RedisFailOpen, RedisFailClosed),
+}
+
+var scopeFields = []field[ScopeSettings]{
+	enumField("QUOTA_FULL", func(s *ScopeSettings) *Mode { return &s.QuotaFull }, ModeWait, ModeFailFast),
+	enumField("CIRCUIT_OPEN", func(s *ScopeSettings) *Mode { return &s.CircuitOpen }, ModeWait, ModeFailFast),
+	intField("MAX_ATTEMPTS", func(s *ScopeSettings) *int { return &s.MaxAttempts }, 1, maxCount, ""),
+	durationField("STALL_WINDOW_S", func(s *ScopeSettings) *time.Duration { return &s.StallWindow }),
+	durationField("POLL_INTERVAL_S", func(s *ScopeSettings) *time.Duration { return &s.PollInterval }),
+	intField("FAILURE_THRESHOLD", func(s *ScopeSettings) *int { return &s.FailureThreshold }, 1, maxCount, ""),
+	durationField("COOLDOWN_S", func(s *ScopeSettings) *time.Duration { return &s.Cooldown }),
+	durationField("MAX_COOLDOWN_S", func(s *ScopeSettings) *time.Duration { return &s.MaxCooldown }),
+	durationField("PROBE_TTL_S", func(s *ScopeSettings) *time.Duration { return &s.ProbeTTL }),
+}
+
+var sourceFields = []field[Source]{
+	{
+		suffix: "BASE_URL",
+		legal:  "absolute http:// or https:// URL with a host, without user info or #fragment",
+		load: func(s *Source, raw string) bool {
+			raw = strings.TrimSpace(raw)
+			if !validBaseURL(raw) {
+				return false
+			}
+			s.BaseURL = raw
+			return true
+		},
+		check: func(s *Source) (string, bool) {
+			return redactURL(s.BaseURL), s.BaseURL == "" || validBaseURL(s.BaseURL)
+		},
+		show: func(raw string) string { return redactURL(strings.TrimSpace(raw)) },
+	},
+	{
+		suffix: "API_KEY",
+		legal:  "any text without control characters or surrounding spaces; empty for none",
+		load: func(s *Source, raw string) bool {
+			if hasControl(raw) {
+				return false
+			}
+			s.APIKey = NewSecret(raw)
+			return true
+		},
+		check: func(s *Source) (string, bool) { return Redacted, !hasControl(s.APIKey.Reveal()) },
+		show:  func(string) string { return Redacted },
+	},
+	{
+		suffix: "MODEL",
+		legal:  "any text",
+		load:   func(s *Source, raw string) bool { s.Model = raw; return true },
+		check:  func(s *Source) (string, bool) { return s.Model, true },
+	},
+	durationField("TIMEOUT_S", func(s *Source) *time.Duration { return &s.Timeout }),
+	intField("RPM", func(s *Source) *int { return &s.RPM }, 0, maxCount, "; 0 = unlimited"),
+	intField("TPM", func(s *Source) *int { return &s.TPM }, 0, maxCount, "; 0 = unlimited"),
+	intField("MAX_IN_FLIGHT", func(s *Source) *int { return &s.MaxInFlight }, 0, maxCount, "; 0 = unlimited"),
+	intField("WEIGHT", func(s *Source) *int { return &s.Weight }, 1, maxWeight, ""),
+	intField("PRIORITY", func(s *Source) *int { return &s.Priority }, -maxCount, maxCount, "; lower is tried first"),
+	intField("BATCH_SIZE", func(s *Source) *int { return &s.BatchSize }, 0, maxCount, "; 0 = no split"),
+}
+
+const legalRedisURL = "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"
+
+// checkRedisURL returns "" for a URL go-redis accepts, else why not. The
+// reason never holds the URL itself (url.Parse errors do, so they are not
+// passed on).
+func checkRedisURL(raw string) string {
+	if _, err := url.Parse(raw); err != nil {
+		return "not a URL"
+	}
+	if _, err := goredis.ParseURL(raw); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func validBaseURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == "" &&
+		u.User == nil && u.Fragment == "" && !strings.Contains(raw, "#")
+}
+
+// redactURL shows a URL without its user info and query, which may hold
+// credentials; text that does not parse and holds an '@' is hidden whole.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if strings.ContainsAny(raw, "@?") {
+			return Redacted
+		}
+		return clip(raw)
+	}
+	hidUser := u.User != nil
+	hidQuery := u.RawQuery != "" || u.ForceQuery
+	if !hidUser && !hidQuery {
+		return clip(raw)
+	}
+	u.User, u.RawQuery, u.ForceQuery = nil, "", false
+	s := u.String()
+	if hidQuery {
+		s += "?" + Redacted
+	}
+	return clip(withUser(s, u.Scheme, hidUser))
+}
+
+func withUser(s, scheme string, hidUser bool) string {
+	if !hidUser {
+		return s
+	}
+	prefix := scheme + "://"
+	if !strings.HasPrefix(s, prefix) {
+		return Redacted
+	}
+	return prefix + Redacted + "@" + s[len(prefix):]
+}
+
+func validAddrs(addrs []string) bool {
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
+			return false
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 1 || p > 65535 {
+			return false
+		}
+	}
+	return len(addrs) > 0
+}
+
+func validPrefix(p string) bool {
+	if p == "" {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c > '~' || c == '{' || c == '}' {
+			return false
+		}
+	}
+	return true
+}

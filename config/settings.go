@@ -1,0 +1,142 @@
+package config
+
+import (
+	"slices"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Backend names where gate state lives.
+type Backend string
+
+// The backends of PGW_BREAKER_BACKEND and PGW_QUOTA_BACKEND.
+const (
+	// BackendMemory keeps state in this process (the default).
+	BackendMemory Backend = "memory"
+	// BackendRedis shares state between processes through Redis.
+	BackendRedis Backend = "redis"
+	// BackendNoop always allows; legal for the breaker only.
+	BackendNoop Backend = "noop"
+)
+
+// Mode is what a scope does when nothing may run now: wait for a source to
+// become runnable, or fail at once.
+type Mode string
+
+// The values of {SCOPE}__QUOTA_FULL and {SCOPE}__CIRCUIT_OPEN.
+const (
+	// ModeWait waits, within the scope's stall window.
+	ModeWait Mode = "wait"
+	// ModeFailFast returns an error at once.
+	ModeFailFast Mode = "fail_fast"
+)
+
+// RedisDown is what the Redis gates do while Redis is unreachable.
+type RedisDown string
+
+// The values of PGW_REDIS_DOWN.
+const (
+	// RedisFailOpen serves from a local memory gate, logs once per outage,
+	// and returns to Redis when it is back (the default).
+	RedisFailOpen RedisDown = "fail_open"
+	// RedisFailClosed returns an error saying Redis is down.
+	RedisFailClosed RedisDown = "fail_closed"
+)
+
+// Defaults of the keys of SPEC §9 that are not gate.Policy defaults.
+const (
+	DefaultBreakerBackend = BackendMemory
+	DefaultRedisURL       = "redis://127.0.0.1:6379/0"
+	DefaultRedisPrefix    = "pgw"
+	DefaultRedisDown      = RedisFailOpen
+	// DefaultScopes is the default of PGW_SCOPES.
+	DefaultScopes = "CHAT,EMBEDDING,OCR"
+	// DefaultQuotaFull and DefaultCircuitOpen: seed 000 §3.2/§3.5 — waiting
+	// on a full quota is the old behaviour; waiting on open breakers would
+	// turn everyone's fast failure into a long hang, so it is opt-in
+	// (a single-source scope should set {SCOPE}__CIRCUIT_OPEN=wait).
+	DefaultQuotaFull   = ModeWait
+	DefaultCircuitOpen = ModeFailFast
+	// DefaultAttemptsPerSource times the number of sources is the default
+	// {SCOPE}__MAX_ATTEMPTS.
+	DefaultAttemptsPerSource = 3
+	DefaultStallWindow       = 300 * time.Second
+	DefaultPollInterval      = 50 * time.Millisecond
+	DefaultSourceTimeout     = 60 * time.Second
+	DefaultWeight            = 1
+)
+
+// Settings is the whole configuration of a gateway. Build it with FromEnv,
+// FromLookup or FromMap, or in code; a zero field means its default (see
+// WithDefaults), so only what differs needs setting. Validate reports every
+// invalid field at once.
+type Settings struct {
+	// BreakerBackend is memory (default), redis or noop.
+	BreakerBackend Backend
+	// QuotaBackend is memory or redis; empty means the breaker's backend,
+	// with noop turned into memory.
+	QuotaBackend Backend
+	// Redis configures the Redis client used by the redis backends.
+	Redis RedisSettings
+	// Scopes are the active scopes, in the order of PGW_SCOPES.
+	Scopes []ScopeSettings
+}
+
+// RedisSettings configures the Redis client.
+type RedisSettings struct {
+	// URL is a go-redis URL (redis://, rediss:// or unix://). It is a Secret
+	// because it may carry a password. Empty means DefaultRedisURL. With
+	// ClusterAddrs set it still supplies credentials and options.
+	URL Secret
+	// ClusterAddrs, when set, selects Redis Cluster with these seed
+	// addresses (host:port).
+	ClusterAddrs []string
+	// Prefix starts every key (default "pgw"). It may not contain braces:
+	// keys carry a {scope:source} hash tag.
+	Prefix string
+	// Down is fail_open (default) or fail_closed.
+	Down RedisDown
+}
+
+// Scope returns the active scope called name, and whether it exists.
+func (s *Settings) Scope(name string) (ScopeSettings, bool) {
+	for _, sc := range s.Scopes {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return ScopeSettings{}, false
+}
+
+// WithDefaults returns a deep copy of s with every zero field replaced by its
+// default, down to each scope and source. It does not validate.
+func (s Settings) WithDefaults() Settings {
+	if s.BreakerBackend == "" {
+		s.BreakerBackend = DefaultBreakerBackend
+	}
+	if s.QuotaBackend == "" {
+		s.QuotaBackend = BackendMemory
+		if s.BreakerBackend == BackendRedis {
+			s.QuotaBackend = BackendRedis
+		}
+	}
+	if !s.Redis.URL.IsSet() {
+		s.Redis.URL = NewSecret(DefaultRedisURL)
+	}
+	s.Redis.ClusterAddrs = slices.Clone(s.Redis.ClusterAddrs)
+	if s.Redis.Prefix == "" {
+		s.Redis.Prefix = DefaultRedisPrefix
+	}
+	if s.Redis.Down == "" {
+		s.Redis.Down = DefaultRedisDown
+	}
+	s.Scopes = slices.Clone(s.Scopes)
+	for i := range s.Scopes {
+		s.Scopes[i] = s.Scopes[i].WithDefaults()
+	}
+	return s
+}
+
+// defaultPolicy is gate's defaults, so that this package and the gates agree.
+var defaultPolicy = gate.Policy{}.WithDefaults()

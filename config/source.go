@@ -1,0 +1,63 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Source is one upstream of a scope (the {SCOPE}__{SOURCE}__… keys). The root
+// package re-exports it as pgw.Source. A zero field means its default; see
+// WithDefaults. Printing a Source never shows its API key.
+type Source struct {
+	// Name is the name as written in {SCOPE}__SOURCES, e.g. "eu-1". Its
+	// keys use Key(Name): "CHAT__EU_1__BASE_URL".
+	Name string
+	// BaseURL is the upstream's absolute http(s) URL, e.g.
+	// "https://api.example.com/v1". The default transports need it; a custom
+	// Call function may not.
+	BaseURL string
+	// APIKey is the upstream credential; empty means none is sent.
+	APIKey Secret
+	// Model is the model name sent upstream; empty means the transport's
+	// choice.
+	Model string
+	// Timeout bounds one attempt on this source (default 60 s).
+	Timeout time.Duration
+	// RPM, TPM and MaxInFlight are the source's quotas: requests and tokens
+	// per minute, calls at once. 0 means unlimited.
+	RPM, TPM, MaxInFlight int
+	// Weight is the source's share of picks among sources of the same
+	// Priority (default 1).
+	Weight int
+	// Priority orders sources into tiers: a lower value is tried first, and a
+	// tier is used only when every source of the tiers before it is
+	// rejected. Default 0; negative values are allowed.
+	Priority int
+	// BatchSize is the most inputs one embedding request may carry; larger
+	// inputs are split. 0 means no split.
+	BatchSize int
+}
+
+// Key returns the form of a source name used in environment keys: upper-case,
+// '-' turned into '_' ("eu-1" → "EU_1").
+func Key(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// WithDefaults returns s with every zero field replaced by its default.
+func (s Source) WithDefaults() Source {
+	if s.Timeout == 0 {
+		s.Timeout = DefaultSourceTimeout
+	}
+	if s.Weight == 0 {
+		s.Weight = DefaultWeight
+	}
+	return s
+}
+
+// Limits returns the source's quotas for a gate.QuotaGate.
+func (s Source) Limits() gate.Limits {
+	return gate.Limits{RPM: s.RPM, TPM: s.TPM, MaxInFlight: s.MaxInFlight}
+}

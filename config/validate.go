@@ -1,0 +1,151 @@
+package config
+
+import (
+	"github.com/pgw-go/pgw/internal/errs"
+)
+
+const (
+	legalScopeName  = "upper-case letters and digits joined by single '_', starting with a letter (e.g. CHAT, MY_SCOPE)"
+	legalSourceName = "letters and digits joined by single '-' or '_' (e.g. eu-1, openai_main)"
+	legalNoScope    = "at least one listed scope with {SCOPE}__SOURCES set"
+)
+
+// Validate reports every invalid field of s, after defaults, as one
+// *errs.ConfigError (pgw.ConfigError) whose problems are named by the
+// environment key that sets the field. It returns nil when s is usable. It
+// does not modify s.
+func (s *Settings) Validate() error {
+	var ps problems
+	if s == nil {
+		ps.add("Settings", "nil", "a non-nil *config.Settings")
+		return ps.err()
+	}
+	validate(s.WithDefaults(), &ps)
+	return ps.err()
+}
+
+// validate checks effective settings (defaults applied).
+func validate(s Settings, ps *problems) {
+	checkFields(globalFields, &s, "", ps)
+	if len(s.Scopes) == 0 {
+		ps.add(keyScopes, "", legalNoScope)
+	}
+	scopes := make(map[string]bool, len(s.Scopes))
+	for i := range s.Scopes {
+		sc := &s.Scopes[i]
+		switch {
+		case !validScopeName(sc.Name):
+			ps.add(keyScopes, clip(sc.Name), legalScopeName)
+		case scopes[sc.Name]:
+			ps.add(keyScopes, sc.Name, "scope names without repeats")
+		}
+		scopes[sc.Name] = true
+		prefix := sc.Name + "__"
+		checkFields(scopeFields, sc, prefix, ps)
+		if sc.MaxCooldown < sc.Cooldown {
+			ps.add(prefix+"MAX_COOLDOWN_S", formatSeconds(sc.MaxCooldown),
+				"seconds ≥ "+prefix+"COOLDOWN_S ("+formatSeconds(sc.Cooldown)+")")
+		}
+		if len(sc.Sources) == 0 {
+			ps.add(prefix+keySources, "", "one or more source names")
+		}
+		keys := make(map[string]string, len(sc.Sources))
+		for j := range sc.Sources {
+			src := &sc.Sources[j]
+			k := Key(src.Name)
+			switch other, dup := keys[k]; {
+			case !validSourceName(src.Name):
+				ps.add(prefix+keySources, clip(src.Name), legalSourceName)
+			case dup:
+				ps.add(prefix+keySources, other+","+src.Name, legalDistinctKeys(k))
+			}
+			keys[k] = src.Name
+			checkFields(sourceFields, src, prefix+k+"__", ps)
+		}
+	}
+}
+
+func legalDistinctKeys(k string) string {
+	return "source names whose keys (upper-case, '-' → '_') differ; these both give " + k
+}
+
+func checkFields[T any](fs []field[T], t *T, prefix string, ps *problems) {
+	for _, f := range fs {
+		if shown, ok := f.check(t); !ok {
+			ps.add(prefix+f.suffix, shown, f.legal)
+		}
+	}
+}
+
+// validScopeName: [A-Z][A-Z0-9]*(_[A-Z0-9]+)*, so that "__" only ever
+// separates the parts of a key.
+func validScopeName(s string) bool {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	return joinedBy(s, func(c byte) bool { return c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }, "_")
+}
+
+// validSourceName: [A-Za-z0-9]+([-_][A-Za-z0-9]+)*.
+func validSourceName(s string) bool {
+	return joinedBy(s, func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+	}, "-_")
+}
+
+// joinedBy reports whether s is one or more runs of word bytes separated by
+// single separator bytes.
+func joinedBy(s string, word func(byte) bool, seps string) bool {
+	if s == "" {
+		return false
+	}
+	prevSep := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case word(c):
+			prevSep = false
+		case !prevSep && containsByte(seps, c):
+			prevSep = true
+		default:
+			return false
+		}
+	}
+	return !prevSep
+}
+
+func containsByte(s string, c byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return true
+		}
+	}
+	return false
+}
+
+// problems collects the Problems of one ConfigError.
+type problems struct {
+	list []errs.Problem
+}
+
+func (p *problems) add(key, value, legal string) {
+	p.list = append(p.list, errs.Problem{Key: key, Value: value, Legal: legal})
+}
+
+func (p *problems) has(key string) bool {
+	for _, q := range p.list {
+		if q.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// err returns the collected problems as a *errs.ConfigError, or nil.
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	errs.SortProblems(p.list)
+	return &errs.ConfigError{Problems: p.list}
+}
