@@ -1,0 +1,304 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pgw-go/pgw/transport"
+)
+
+// chatPath is appended to Source.BaseURL (which includes /v1).
+const chatPath = "/chat/completions"
+
+// chatRequest is the body of POST /chat/completions. Messages is any so that
+// OCR can send content parts instead of strings.
+type chatRequest struct {
+	Model         string         `json:"model,omitempty"`
+	Messages      any            `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireChunk is one "chat.completion.chunk" event. An upstream may also send
+// {"error": {...}} as an event when it fails mid-stream.
+type wireChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
+	Error *wireError `json:"error"`
+}
+
+// wireCompletion is a non-streamed "chat.completion". Content is raw: a
+// string on OpenAI, an array of text parts on some compatible servers.
+type wireCompletion struct {
+	Choices []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
+	Error *wireError `json:"error"`
+}
+
+// ChatStream opens a streamed chat completion on src: POST
+// {BaseURL}/chat/completions with "stream": true and
+// "stream_options": {"include_usage": true}. It returns once the upstream
+// has answered with its headers; chunks are then read by Recv as they
+// arrive. req.Model, when empty, is src.Model. The stream lives within ctx:
+// cancelling ctx ends it, and Recv then returns ctx.Err(). The caller must
+// Close the stream. An upstream that ignores "stream" and answers with one
+// JSON completion is served as a stream of one chunk.
+func (c *Client) ChatStream(ctx context.Context, src transport.Source, req transport.ChatRequest) (transport.ChatStream, error) {
+	model := req.Model
+	if model == "" {
+		model = src.Model
+	}
+	messages := req.Messages
+	if messages == nil {
+		messages = []transport.Message{}
+	}
+	body := chatRequest{
+		Model:         model,
+		Messages:      messages,
+		Stream:        true,
+		StreamOptions: &streamOptions{IncludeUsage: true},
+		MaxTokens:     req.MaxTokens,
+		Temperature:   req.Temperature,
+	}
+	resp, err := c.post(ctx, src, chatPath, body, true)
+	if err != nil {
+		return nil, err
+	}
+	if isJSON(resp) {
+		var wc wireCompletion
+		if err := decodeJSON(ctx, src, "chat", resp, &wc); err != nil {
+			return nil, err
+		}
+		chunk, err := wc.chunk(src)
+		if err != nil {
+			return nil, err
+		}
+		return &oneChunkStream{chunk: chunk}, nil
+	}
+	return &chatStream{ctx: ctx, src: src, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+}
+
+// isJSON reports whether resp carries a JSON document rather than an event
+// stream.
+func isJSON(resp *http.Response) bool {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// chunk turns a whole completion into the single chunk it amounts to.
+func (wc *wireCompletion) chunk(src transport.Source) (transport.ChatChunk, error) {
+	if wc.Error != nil {
+		return transport.ChatChunk{}, &UpstreamError{Source: src.Name, Message: sanitize(wc.Error.text(), src.APIKey.Reveal())}
+	}
+	if len(wc.Choices) == 0 {
+		return transport.ChatChunk{}, fmt.Errorf("openai: source %q: chat completion has no choices", src.Name)
+	}
+	choice := wc.Choices[0]
+	text, err := contentText(choice.Message.Content)
+	if err != nil {
+		return transport.ChatChunk{}, fmt.Errorf("openai: source %q: chat completion content: %w", src.Name, err)
+	}
+	chunk := transport.ChatChunk{Delta: text}
+	if choice.FinishReason != nil {
+		chunk.FinishReason = *choice.FinishReason
+	}
+	if wc.Usage != nil {
+		u := wc.Usage.usage()
+		chunk.Usage = &u
+	}
+	return chunk, nil
+}
+
+// contentText reads a message content that is a string, null, or an array
+// of parts of which the "text" ones are concatenated.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content is neither a string nor an array of parts")
+	}
+	var b bytes.Buffer
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// errStreamClosed is returned by Recv after Close.
+var errStreamClosed = errors.New("openai: chat stream closed")
+
+// chatStream reads chunks off an SSE body. Recv is not safe for concurrent
+// use; Close may be called from another goroutine to abort a blocked Recv.
+type chatStream struct {
+	ctx  context.Context
+	src  transport.Source
+	body io.ReadCloser
+	sse  *sseReader
+
+	delivered int   // chunks returned by Recv
+	finished  bool  // a finish_reason was delivered
+	err       error // terminal result, returned again by every later Recv
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// Recv returns the next chunk that carries text, a finish reason or usage
+// (role-only and empty chunks are skipped, so the first chunk a caller sees
+// is the first token). It returns io.EOF after "data: [DONE]", ctx.Err()
+// when the stream's ctx ended, *StreamCutError when the body ended or broke
+// before its end, and *UpstreamError when the upstream sent an error event.
+func (s *chatStream) Recv() (transport.ChatChunk, error) {
+	if s.err != nil {
+		return transport.ChatChunk{}, s.err
+	}
+	for {
+		if s.closed.Load() {
+			return transport.ChatChunk{}, s.fail(errStreamClosed)
+		}
+		data, err := s.sse.next()
+		if err != nil {
+			return transport.ChatChunk{}, s.fail(s.readError(err))
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			return transport.ChatChunk{}, s.fail(io.EOF)
+		}
+		if len(data) == 0 {
+			continue
+		}
+		var wc wireChunk
+		if err := json.Unmarshal(data, &wc); err != nil {
+			return transport.ChatChunk{}, s.fail(fmt.Errorf("openai: source %q: decode chat chunk %d: %w", s.src.Name, s.delivered+1, err))
+		}
+		if wc.Error != nil {
+			return transport.ChatChunk{}, s.fail(&UpstreamError{Source: s.src.Name, Message: sanitize(wc.Error.text(), s.src.APIKey.Reveal())})
+		}
+		var chunk transport.ChatChunk
+		for _, ch := range wc.Choices {
+			if ch.Index != 0 {
+				continue // pgw asks for one choice; ignore extras
+			}
+			chunk.Delta = ch.Delta.Content
+			if ch.FinishReason != nil {
+				chunk.FinishReason = *ch.FinishReason
+			}
+		}
+		if wc.Usage != nil {
+			u := wc.Usage.usage()
+			chunk.Usage = &u
+		}
+		if chunk.Delta == "" && chunk.FinishReason == "" && chunk.Usage == nil {
+			continue
+		}
+		s.delivered++
+		if chunk.FinishReason != "" {
+			s.finished = true
+		}
+		return chunk, nil
+	}
+}
+
+// readError classifies a failed read of the body.
+func (s *chatStream) readError(err error) error {
+	if ctxErr := s.ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if s.closed.Load() {
+		return errStreamClosed
+	}
+	if errors.Is(err, errSSELineTooLong) {
+		return fmt.Errorf("openai: source %q: %w", s.src.Name, err)
+	}
+	if errors.Is(err, io.EOF) {
+		if s.finished {
+			// The answer is complete; only [DONE] (and maybe usage) is
+			// missing, as with some compatible servers.
+			return io.EOF
+		}
+		err = nil
+	}
+	return &StreamCutError{Source: s.src.Name, Chunks: s.delivered, Err: err}
+}
+
+// fail records the terminal result and lets the connection go.
+func (s *chatStream) fail(err error) error {
+	s.err = err
+	s.release(errors.Is(err, io.EOF))
+	return err
+}
+
+// Close releases the stream's connection; safe to call more than once and
+// concurrently with Recv.
+func (s *chatStream) Close() error {
+	s.closed.Store(true)
+	s.release(false)
+	return nil
+}
+
+// release closes the body once. A finished body is drained first (a few
+// bytes at most) so that the connection is reused; an unfinished one is
+// simply dropped.
+func (s *chatStream) release(drain bool) {
+	s.closeOnce.Do(func() {
+		if drain {
+			_, _ = io.CopyN(io.Discard, s.body, 4<<10)
+		}
+		_ = s.body.Close()
+	})
+}
+
+// oneChunkStream serves a non-streamed completion through ChatStream.
+type oneChunkStream struct {
+	chunk transport.ChatChunk
+	done  bool
+}
+
+func (s *oneChunkStream) Recv() (transport.ChatChunk, error) {
+	if s.done {
+		return transport.ChatChunk{}, io.EOF
+	}
+	s.done = true
+	return s.chunk, nil
+}
+
+func (s *oneChunkStream) Close() error { return nil }

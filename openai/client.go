@@ -1,0 +1,162 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pgw-go/pgw/transport"
+)
+
+// userAgent identifies pgw to upstreams and their logs.
+const userAgent = "pgw-openai/1"
+
+// Client speaks the OpenAI-compatible HTTP API to any source it is handed.
+// It holds no per-source state: the source (base URL, API key, model) comes
+// with every call. The zero value is not usable; call New. Safe for
+// concurrent use.
+type Client struct {
+	hc  *http.Client
+	now func() time.Time
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send through hc instead of its own. hc
+// should have no Timeout (a streamed answer would be cut at that instant);
+// bound calls through ctx instead. A nil hc keeps the default.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// WithNow sets the clock that turns an HTTP-date Retry-After into a
+// duration; tests pass a fixed instant. A nil now keeps time.Now.
+func WithNow(now func() time.Time) Option {
+	return func(c *Client) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// New returns a client with a dedicated connection pool, or the http.Client
+// given by WithHTTPClient.
+func New(opts ...Option) *Client {
+	c := &Client{hc: defaultHTTPClient(), now: time.Now}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// CloseIdleConnections closes the idle keep-alive connections of the
+// client's pool; in-flight requests are not affected.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// The client implements all three transports.
+var (
+	_ transport.ChatTransport  = (*Client)(nil)
+	_ transport.EmbedTransport = (*Client)(nil)
+	_ transport.OCRTransport   = (*Client)(nil)
+)
+
+// defaultHTTPClient bounds connection set-up only: the attempt's total time,
+// first-token time included, is the caller's ctx (see the package doc).
+func defaultHTTPClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConns:          256,
+		// Many concurrent attempts go to few hosts; the default of 2 idle
+		// connections per host would redial constantly.
+		MaxIdleConnsPerHost: 64,
+	}}
+}
+
+// endpoint joins the source's base URL (which includes /v1) and path.
+func endpoint(src transport.Source, path string) string {
+	return strings.TrimRight(src.BaseURL, "/") + path
+}
+
+// post sends body as JSON to path on src and returns the response when its
+// status is 2xx; any other status is read, closed and returned as
+// *errs.HTTPError. A cancelled ctx is returned as is.
+func (c *Client) post(ctx context.Context, src transport.Source, path string, body any, stream bool) (*http.Response, error) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("openai: source %q: encode request: %w", src.Name, err)
+	}
+	url := endpoint(src, path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, fmt.Errorf("openai: source %q: bad base URL %q: %w", src.Name, src.BaseURL, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if src.APIKey.IsSet() {
+		req.Header.Set("Authorization", "Bearer "+src.APIKey.Reveal())
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, url, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, c.httpError(resp, src.APIKey.Reveal())
+	}
+	return resp, nil
+}
+
+// decodeJSON reads a whole non-streamed answer into v, mapping a read cut
+// short by ctx to ctx.Err().
+func decodeJSON(ctx context.Context, src transport.Source, what string, resp *http.Response, v any) error {
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return fmt.Errorf("openai: source %q: decode %s response: %w", src.Name, what, err)
+	}
+	return nil
+}
+
+// wireUsage is the OpenAI "usage" object.
+type wireUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u *wireUsage) usage() transport.Usage {
+	if u == nil {
+		return transport.Usage{}
+	}
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
+	}
+	return transport.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+}

@@ -1,0 +1,84 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/pgw-go/pgw/transport"
+)
+
+// embedPath is appended to Source.BaseURL (which includes /v1).
+const embedPath = "/embeddings"
+
+type embedRequest struct {
+	Model          string   `json:"model,omitempty"`
+	Input          []string `json:"input"`
+	EncodingFormat string   `json:"encoding_format"`
+}
+
+type wireEmbedding struct {
+	Index     int       `json:"index"`
+	Embedding []float32 `json:"embedding"`
+}
+
+type embedResponse struct {
+	Data  []wireEmbedding `json:"data"`
+	Usage *wireUsage      `json:"usage"`
+	Error *wireError      `json:"error"`
+}
+
+// Embed embeds one batch on src: POST {BaseURL}/embeddings with the inputs
+// as an array and "encoding_format": "float". The vectors come back in input
+// order whatever order the upstream lists them in (they are placed by their
+// "index"); an answer that does not hold exactly one vector per input is an
+// error. req.Model, when empty, is src.Model. An empty batch returns an empty
+// response without a request. Splitting large inputs into batches is the
+// gateway's job (SPEC §7), not this method's.
+func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.EmbedRequest) (transport.EmbedResponse, error) {
+	if len(req.Inputs) == 0 {
+		return transport.EmbedResponse{Vectors: [][]float32{}}, nil
+	}
+	model := req.Model
+	if model == "" {
+		model = src.Model
+	}
+	resp, err := c.post(ctx, src, embedPath, embedRequest{Model: model, Input: req.Inputs, EncodingFormat: "float"}, false)
+	if err != nil {
+		return transport.EmbedResponse{}, err
+	}
+	var er embedResponse
+	if err := decodeJSON(ctx, src, "embeddings", resp, &er); err != nil {
+		return transport.EmbedResponse{}, err
+	}
+	if er.Error != nil {
+		return transport.EmbedResponse{}, &UpstreamError{Source: src.Name, Message: sanitize(er.Error.text(), src.APIKey.Reveal())}
+	}
+	vectors, err := inInputOrder(er.Data, len(req.Inputs))
+	if err != nil {
+		return transport.EmbedResponse{}, fmt.Errorf("openai: source %q: embeddings response: %w", src.Name, err)
+	}
+	return transport.EmbedResponse{Vectors: vectors, Usage: er.Usage.usage()}, nil
+}
+
+// inInputOrder places each vector at its index, checking that the indices
+// are exactly 0..n-1.
+func inInputOrder(data []wireEmbedding, n int) ([][]float32, error) {
+	if len(data) != n {
+		return nil, fmt.Errorf("got %d vectors for %d inputs", len(data), n)
+	}
+	vectors := make([][]float32, n)
+	for _, d := range data {
+		if d.Index < 0 || d.Index >= n {
+			return nil, fmt.Errorf("vector index %d outside 0..%d", d.Index, n-1)
+		}
+		if vectors[d.Index] != nil {
+			return nil, fmt.Errorf("vector index %d given twice", d.Index)
+		}
+		if d.Embedding == nil {
+			return nil, fmt.Errorf("vector index %d is empty", d.Index)
+		}
+		vectors[d.Index] = slices.Clip(d.Embedding)
+	}
+	return vectors, nil
+}

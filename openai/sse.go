@@ -1,0 +1,101 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxSSELine bounds one line of an event stream. A chat chunk is a few
+// hundred bytes; the bound only stops a broken upstream from growing memory
+// without end.
+const maxSSELine = 4 << 20
+
+// errSSELineTooLong reports a line longer than maxSSELine.
+var errSSELineTooLong = fmt.Errorf("openai: event stream line longer than %d bytes", maxSSELine)
+
+// sseReader reads the data of server-sent events, one event at a time, as
+// soon as each event's terminating blank line arrives: it never waits for
+// more of the body than the current event. Fields other than data (event,
+// id, retry) and comments (": keep-alive") are ignored, as OpenAI-compatible
+// streams carry everything in data. Not safe for concurrent use.
+type sseReader struct {
+	r    *bufio.Reader
+	line []byte // reused buffer for lines longer than the bufio buffer
+	data []byte // data of the event being read
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// next returns the data of the next event, data lines joined by "\n". At a
+// clean end of the body it returns io.EOF; a last event whose lines are
+// complete but which lacks the closing blank line is still delivered first,
+// while a last line cut in the middle is dropped. Other read errors are
+// returned as they are.
+func (s *sseReader) next() ([]byte, error) {
+	s.data = s.data[:0]
+	haveData := false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && haveData {
+				return s.data, nil
+			}
+			return nil, err
+		}
+		if len(line) == 0 {
+			if haveData {
+				return s.data, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		if string(field) != "data" {
+			continue
+		}
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if haveData {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, value...)
+		haveData = true
+	}
+}
+
+// readLine returns the next complete line without its "\n" or "\r\n". A
+// final line without "\n" is incomplete — the body was cut inside it — and
+// is reported as io.EOF (or the read error) without its bytes.
+func (s *sseReader) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		frag, err := s.r.ReadSlice('\n')
+		if err == nil {
+			var line []byte
+			if len(s.line) == 0 {
+				line = frag
+			} else {
+				s.line = append(s.line, frag...)
+				line = s.line
+			}
+			if len(line) > maxSSELine {
+				return nil, errSSELineTooLong
+			}
+			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+			return line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+		s.line = append(s.line, frag...)
+		if len(s.line) > maxSSELine {
+			return nil, errSSELineTooLong
+		}
+	}
+}
