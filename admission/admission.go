@@ -188,8 +188,10 @@ func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 // passes the memo, the breaker, the quota (reserving estTokens) and the
 // pacer, together with the rejections of the sources tried before it. When
 // none passes it returns a nil Ticket and every source's rejection; hand them
-// to Call.OnNoRunnable. An error of a gate, or ctx's, ends the round with
-// everything taken in it given back.
+// to Call.OnNoRunnable. A gate's error skips its source; when no source
+// wins, the round returns the first such error (with everything taken in it
+// given back) instead of waiting on a gate that cannot answer. A done ctx
+// ends the round before it starts.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -206,6 +208,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		return now
 	}
 	var rej Rejections
+	var gateErr error
 	for i, ok := it.next(); ok; i, ok = it.next() {
 		name := a.sel.sources[i].Name
 		if ra := a.memo.remaining(name, clock); ra > 0 {
@@ -214,7 +217,8 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		}
 		d, err := a.breaker.TryEnter(ctx, name)
 		if err != nil {
-			return nil, rej, fmt.Errorf("pgw/admission: scope %q: breaker gate of source %q: %w", a.scope, name, err)
+			gateErr = a.gateError(gateErr, "breaker", name, err)
+			continue
 		}
 		if !d.Allowed {
 			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
@@ -228,7 +232,8 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
 				t.giveBack(ctx)
-				return nil, rej, fmt.Errorf("pgw/admission: scope %q: quota gate of source %q: %w", a.scope, name, err)
+				gateErr = a.gateError(gateErr, "quota", name, err)
+				continue
 			}
 			if !qd.Allowed {
 				t.giveBack(ctx)
@@ -247,7 +252,22 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		}
 		return t, rej, nil
 	}
+	if gateErr != nil {
+		return nil, rej, gateErr
+	}
 	return nil, rej, nil
+}
+
+// gateError logs a gate's error for one source and keeps the round's first.
+// The source is skipped: another may still win the round (a quota that can
+// never admit this request's tokens, one shard of Redis down).
+func (a *SourceAdmission) gateError(first error, which, source string, err error) error {
+	err = fmt.Errorf("pgw/admission: scope %q: %s gate of source %q: %w", a.scope, which, source, err)
+	a.log.Warn("pgw: gate error; source skipped", "scope", a.scope, "source", source, "err", err)
+	if first != nil {
+		return first
+	}
+	return err
 }
 
 // giveBack returns everything a ticket that lost holds: the breaker decision

@@ -40,6 +40,38 @@ func BenchmarkPickDone(b *testing.B) {
 	}
 }
 
+// BenchmarkPickDoneWithQuota adds the in-memory quota gate (RPM, TPM and
+// MaxInFlight on every source) to BenchmarkPickDone: the full in-memory
+// admission.
+func BenchmarkPickDoneWithQuota(b *testing.B) {
+	br, err := memory.NewBreaker(gate.Policy{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := eightSources()
+	limits := map[string]gate.Limits{}
+	for _, s := range src {
+		limits[s.Name] = gate.Limits{RPM: 1_000_000_000, TPM: 1_000_000_000, MaxInFlight: 64}
+	}
+	q, err := memory.NewQuota(limits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	adm, err := admission.New(admission.Config{Scope: "CHAT", Sources: src, Breaker: br, Quota: q})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		t, _, err := adm.Pick(ctx, nil, 100)
+		if err != nil || t == nil {
+			b.Fatal("no ticket", err)
+		}
+		_ = t.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: 90})
+	}
+}
+
 // BenchmarkPickDoneParallel is BenchmarkPickDone from every P at once.
 func BenchmarkPickDoneParallel(b *testing.B) {
 	br, err := memory.NewBreaker(gate.Policy{})

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -140,10 +141,35 @@ func (failingGate) TryEnter(context.Context, string) (gate.Decision, error) {
 	return gate.Decision{}, errGateDown
 }
 
+func TestPickSkipsASourceWhoseGateFailsAndServesFromAnother(t *testing.T) {
+	f := newFixture(t)
+	b := &oneFailing{ProviderGate: f.breaker, broken: "s1"}
+	adm, err := admission.New(admission.Config{Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}, {Name: "s2"}},
+		Breaker: b, Quota: f.quota, Rand: func() float64 { return 0 }, Logger: slog.New(f.logs)})
+	require.NoError(t, err)
+	tk, _, err := adm.Pick(context.Background(), nil, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "s2", tk.Source)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	assert.Len(t, f.logs.records(slog.LevelWarn), 1, "the gate error is logged")
+}
+
+type oneFailing struct {
+	gate.ProviderGate
+	broken string
+}
+
+func (g *oneFailing) TryEnter(ctx context.Context, s string) (gate.Decision, error) {
+	if s == g.broken {
+		return gate.Decision{}, errGateDown
+	}
+	return g.ProviderGate.TryEnter(ctx, s)
+}
+
 func TestPickReturnsAGateErrorHoldingNothing(t *testing.T) {
 	f := newFixture(t)
 	adm, err := admission.New(admission.Config{Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}},
-		Breaker: failingGate{f.breaker}, Quota: f.quota})
+		Breaker: failingGate{f.breaker}, Quota: f.quota, Logger: slog.New(f.logs)})
 	require.NoError(t, err)
 	tk, _, err := adm.Pick(context.Background(), nil, 1)
 	assert.Nil(t, tk)
