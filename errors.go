@@ -33,6 +33,11 @@ type (
 	// HTTPError (PGW-HTTP) is an upstream HTTP failure, returned by a
 	// transport or a Call function so the gateway classifies it (SPEC §7).
 	HTTPError = errs.HTTPError
+	// ConfigError (PGW-CONFIG) lists every invalid configuration key with
+	// its value (secrets redacted) and what is legal.
+	ConfigError = errs.ConfigError
+	// ConfigProblem is one invalid key of a ConfigError.
+	ConfigProblem = errs.Problem
 )
 
 // Stable error codes, the values of the errors' Code methods.
@@ -41,6 +46,7 @@ const (
 	CodeExhausted   = errs.CodeExhausted
 	CodeUnavailable = errs.CodeUnavailable
 	CodePartial     = errs.CodePartial
+	CodeConfig      = errs.CodeConfig
 )
 
 // The values of AllSourcesExhausted.Reason.
