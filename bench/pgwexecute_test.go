@@ -2,41 +2,31 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/pgw-go/pgw/breaker"
 	"github.com/pgw-go/pgw/gate"
-	"github.com/pgw-go/pgw/gate/memory"
 )
 
-// pgwExecute is pgw's execute-style contender. Until package breaker lands
-// it is the memory gate driven the way Execute drives it (TryEnter, run the
-// function, Record).
+// pgwExecute is pgw's execute-style contender: package breaker's Execute on
+// its default memory gate.
 var pgwExecute = contender{"pgw", func(b *testing.B, open bool) func() error {
-	g, err := memory.NewBreaker(gate.Policy{Cooldown: longCooldown})
+	cb, err := breaker.New(source, breaker.Config{
+		Policy: gate.Policy{Cooldown: longCooldown},
+		Logger: discardLogger,
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	if open {
-		d, _ := g.TryEnter(ctx, source)
-		if _, err := g.Record(ctx, source, d, gate.Fatal); err != nil {
-			b.Fatal(err)
+		_ = cb.Execute(ctx, func(context.Context) error { return breaker.Fatal(errUpstream) })
+		var oe *breaker.OpenError
+		if err := cb.Execute(ctx, func(context.Context) error { return nil }); !errors.As(err, &oe) {
+			b.Fatalf("breaker not open after a fatal error: %v", err)
 		}
 	}
 	fn := func(context.Context) error { return nil }
-	return func() error {
-		d, err := g.TryEnter(ctx, source)
-		if err != nil {
-			return err
-		}
-		if !d.Allowed {
-			return errRejected
-		}
-		o := gate.Success
-		if err := fn(ctx); err != nil {
-			o = gate.Failure
-		}
-		_, err = g.Record(ctx, source, d, o)
-		return err
-	}
+	return func() error { return cb.Execute(ctx, fn) }
 }}

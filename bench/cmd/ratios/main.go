@@ -19,9 +19,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 func main() {
@@ -45,7 +47,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ratios: the run produced no benchmark results")
 		os.Exit(1)
 	}
-	report(os.Stdout, results, notes(raw))
+	report(os.Stdout, results, notes(raw), cpuOf(raw))
 }
 
 // load returns saved output, or runs the benchmarks, echoing their output to
@@ -90,8 +92,10 @@ func notes(raw []byte) []string {
 	return out
 }
 
-func report(w io.Writer, results []result, notes []string) {
+func report(w io.Writer, results []result, notes []string, cpu string) {
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s, %s, %d CPUs (cpu: %s)\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		runtime.Version(), runtime.NumCPU(), cpu)
 	fmt.Fprintln(w, "Medians over the runs:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "benchmark\tns/op\tB/op\tallocs/op\tcalls/s\tredis cmds/call\t")
@@ -124,6 +128,16 @@ func report(w io.Writer, results []result, notes []string) {
 			fmt.Fprintln(w, "note:", n)
 		}
 	}
+}
+
+// cpuOf returns the "cpu:" line go test prints, or "unknown".
+func cpuOf(raw []byte) string {
+	for _, line := range strings.Split(string(raw), "\n") {
+		if c, ok := strings.CutPrefix(line, "cpu: "); ok {
+			return strings.TrimSpace(c)
+		}
+	}
+	return "unknown"
 }
 
 // shown lists the units the main table has columns for.
