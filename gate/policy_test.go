@@ -1,0 +1,87 @@
+package gate_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+func TestPolicyValidateNamesEveryBadField(t *testing.T) {
+	tests := []struct {
+		name   string
+		p      gate.Policy
+		fields []string
+	}{
+		{"zero is valid", gate.Policy{}, nil},
+		{"negative counts", gate.Policy{ConsecutiveFailures: -1, SuccessThreshold: -2, HalfOpenProbes: -3},
+			[]string{"ConsecutiveFailures=-1", "SuccessThreshold=-2", "HalfOpenProbes=-3"}},
+		{"cooldown below a millisecond", gate.Policy{Cooldown: time.Microsecond}, []string{"Cooldown=1µs"}},
+		{"max cooldown below cooldown", gate.Policy{Cooldown: time.Minute, MaxCooldown: time.Second},
+			[]string{"MaxCooldown=1s"}},
+		{"multiplier below one", gate.Policy{CooldownMultiplier: 0.5}, []string{"CooldownMultiplier=0.5"}},
+		{"window without rate", gate.Policy{Window: time.Second}, []string{"WindowFailureRate=0"}},
+		{"window rate above one", gate.Policy{Window: time.Second, WindowFailureRate: 1.5}, []string{"WindowFailureRate=1.5"}},
+		{"window too short", gate.Policy{Window: time.Millisecond, WindowFailureRate: 0.5}, []string{"Window=1ms"}},
+		{"negative probe ttl", gate.Policy{ProbeTTL: -time.Second}, []string{"ProbeTTL=-1s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Validate()
+			if tt.fields == nil {
+				assert.NoError(t, err)
+				return
+			}
+			var pe *gate.PolicyError
+			require.ErrorAs(t, err, &pe)
+			assert.Len(t, pe.Problems, len(tt.fields))
+			for _, f := range tt.fields {
+				assert.Contains(t, err.Error(), f)
+			}
+			assert.Contains(t, err.Error(), "legal:")
+		})
+	}
+}
+
+func TestPolicyWithDefaultsKeepsSetFields(t *testing.T) {
+	p := gate.Policy{Cooldown: 10 * time.Minute}.WithDefaults()
+	assert.Equal(t, 10*time.Minute, p.Cooldown)
+	assert.Equal(t, 10*time.Minute, p.MaxCooldown, "MaxCooldown never defaults below Cooldown")
+	assert.Equal(t, 10*time.Minute, p.ProbeTTL)
+}
+
+func TestDefaultProbeTTL(t *testing.T) {
+	assert.Equal(t, 600*time.Second, gate.DefaultProbeTTL(60*time.Second, 300*time.Second), "2 × slowest timeout")
+	assert.Equal(t, 60*time.Second, gate.DefaultProbeTTL(60*time.Second, 10*time.Second), "cooldown")
+	assert.Equal(t, 7*time.Second, gate.DefaultProbeTTL(time.Second, 2*time.Second), "timeout + 5 s")
+}
+
+func TestStringsAndValidity(t *testing.T) {
+	assert.Equal(t, "closed", gate.Closed.String())
+	assert.Equal(t, "open", gate.Open.String())
+	assert.Equal(t, "half_open", gate.HalfOpen.String())
+	assert.Equal(t, "state(9)", gate.State(9).String())
+	assert.Equal(t, "released", gate.Released.String())
+	assert.False(t, gate.Outcome(0).Valid(), "the zero outcome is invalid, never a silent success")
+	assert.True(t, gate.Fatal.Valid())
+}
+
+func TestNoopAlwaysAllows(t *testing.T) {
+	var g gate.ProviderGate = gate.Noop{}
+	ctx := context.Background()
+	for range 3 {
+		d, err := g.TryEnter(ctx, "s")
+		require.NoError(t, err)
+		assert.True(t, d.Allowed)
+		u, err := g.Record(ctx, "s", d, gate.Fatal)
+		require.NoError(t, err)
+		assert.Equal(t, gate.Closed, u.State)
+	}
+	ra, err := g.RetryAfter(ctx, []string{"s"})
+	require.NoError(t, err)
+	assert.Zero(t, ra)
+}
