@@ -65,8 +65,10 @@ func quotaRateCases() []quotaCase {
 			h.granted(0)
 			d := h.rejected(qTokens, gate.LimitTPM)
 			h.near(t0.Add(qTPMWait).Sub(h.clk.Now()), d.RetryAfter, "TPM rejection: RetryAfter = until the tokens refill")
-			d = h.rejected(1, gate.LimitTPM)
-			h.near(t0.Add(time.Millisecond/qPerMilli).Sub(h.clk.Now()), d.RetryAfter, "TPM rejection of one token")
+			if h.clk.Slack() == 0 { // on real time one token refills in 100µs
+				d = h.rejected(1, gate.LimitTPM)
+				assert.Equal(h.t, time.Millisecond/qPerMilli, d.RetryAfter, "TPM rejection of one token")
+			}
 		}},
 		{name: "TPMRetryAtRetryAfterIsAdmittedEarlierIsNot", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			h.granted(qTPM)

@@ -1,0 +1,259 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// DefaultLease is how long an in-flight slot stays taken when its permit is
+// never released (a crashed or partitioned process): longer than any sane
+// call, short enough that a lost slot comes back within minutes.
+const DefaultLease = 10 * time.Minute
+
+// The quota scripts, one per operation. Acquire and Settle share the bucket
+// arithmetic of lua/quota_common.lua, prepended to each body.
+var (
+	scriptQuotaAcquire = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_acquire.lua"))
+	scriptQuotaSettle  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_settle.lua"))
+	scriptQuotaRelease = goredis.NewScript(mustRead("lua/quota_release.lua"))
+)
+
+// Quota is the Redis quota gate: per (scope, source) a rolling RPM bucket, a
+// rolling TPM bucket and a set of in-flight leases, shared by every process on
+// the same Redis, prefix and scope. Each operation is one Lua script (one
+// round trip) on Redis server time; it decides exactly as the memory gate
+// does (gate/memory), to the µs. In-flight slots are leases that expire after
+// the lease length (DefaultLease) so a crashed process cannot leak them.
+//
+// Sources without Limits, or with zero Limits, are unlimited and cost no
+// round trip; nor does a Settle for a source without TPM, or a Release of a
+// permit without an in-flight lease. Quota holds nothing between calls and is
+// safe for concurrent use.
+type Quota struct {
+	c       goredis.UniversalClient
+	prefix  string // "<prefix>:{<scope>:"
+	lease   time.Duration
+	sources map[string]*quotaSource // read-only after NewQuota
+}
+
+var _ gate.QuotaGate = (*Quota)(nil)
+
+// quotaSource is one source's limits rendered as script arguments.
+type quotaSource struct {
+	limits gate.Limits
+	keys   []string // bucket hash, in-flight lease set
+	rates  []any    // ARGV[1..6] of quota_acquire.lua
+	tpm    []any    // ARGV[1..3] of quota_settle.lua
+}
+
+// NewQuota returns a quota gate on c (a single node, a cluster or a
+// sentinel-backed client) enforcing limits, keyed by source name, for the
+// sources of scope. The scope is lower-cased in keys, which share the hash tag
+// of the breaker's keys ({scope:source}). Invalid limits return a
+// *gate.LimitsError listing every problem. NewQuota does no I/O; see Preload.
+func NewQuota(c goredis.UniversalClient, scope string, limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
+	if c == nil {
+		return nil, &ArgumentError{Name: "client", Value: "<nil>", Legal: "a goredis.UniversalClient"}
+	}
+	if scope == "" || strings.ContainsAny(scope, "{}") {
+		return nil, &ArgumentError{Name: "scope", Value: scope, Legal: "non-empty, without '{' or '}'"}
+	}
+	if err := gate.ValidateLimits(limits); err != nil {
+		return nil, err
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	q := &Quota{
+		c:       c,
+		prefix:  o.prefix + ":{" + strings.ToLower(scope) + ":",
+		lease:   DefaultLease,
+		sources: make(map[string]*quotaSource, len(limits)),
+	}
+	for name, l := range limits {
+		if l.Unlimited() {
+			continue
+		}
+		rpm, tpm := rateArgs(l.RPM), rateArgs(l.TPM)
+		q.sources[name] = &quotaSource{
+			limits: l,
+			keys:   q.Keys(name),
+			rates:  append(rpm, tpm...),
+			tpm:    tpm,
+		}
+	}
+	return q, nil
+}
+
+// WithLease returns a copy of q whose in-flight leases last d instead of
+// DefaultLease; d must be at least 1ms. Set it above the longest call a
+// permit covers: a lease that expires under a running call frees its slot
+// early. (It is a method rather than an Option until options.go carries the
+// field.)
+func (q *Quota) WithLease(d time.Duration) (*Quota, error) {
+	if d < time.Millisecond {
+		return nil, &ArgumentError{Name: "lease", Value: d.String(), Legal: "≥ 1ms"}
+	}
+	c := *q
+	c.lease = d
+	return &c, nil
+}
+
+// Lease returns the in-flight lease length.
+func (q *Quota) Lease() time.Duration { return q.lease }
+
+// Keys returns the two quota keys of source: the bucket hash and the
+// in-flight lease set, both under the hash tag {scope:source}.
+func (q *Quota) Keys(source string) []string {
+	return []string{q.prefix + source + "}:quota", q.prefix + source + "}:inflight"}
+}
+
+// Preload loads the quota scripts into Redis (every master of a cluster), so
+// that even the first operation is a single EVALSHA.
+func (q *Quota) Preload(ctx context.Context) error {
+	for _, s := range []*goredis.Script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease} {
+		if err := s.Load(ctx, q.c).Err(); err != nil {
+			return wrapErr(ctx, "Preload", "", err)
+		}
+	}
+	return nil
+}
+
+// Acquire reserves one request and estTokens tokens for source and takes an
+// in-flight lease, all or nothing, or rejects with the exact RetryAfter of
+// gate.QuotaDecision: one script, one round trip.
+func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	s := q.sources[source]
+	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
+		tpm := 0
+		if s != nil {
+			tpm = s.limits.TPM
+		}
+		return gate.Permit{}, gate.QuotaDecision{}, &gate.TokensError{Op: "Acquire", Source: source, Tokens: estTokens, TPM: tpm}
+	}
+	if s == nil {
+		return gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
+	}
+	var id string
+	if s.limits.MaxInFlight > 0 {
+		id = newPermitID()
+	}
+	args := make([]any, 0, 10)
+	args = append(args, s.rates...)
+	args = append(args,
+		strconv.FormatInt(estTokens, 10),
+		strconv.Itoa(s.limits.MaxInFlight),
+		strconv.FormatInt(q.lease.Microseconds(), 10),
+		id,
+	)
+	v, err := scriptQuotaAcquire.Run(ctx, q.c, s.keys, args...).Int64Slice()
+	if err != nil {
+		return gate.Permit{}, gate.QuotaDecision{}, wrapErr(ctx, "Acquire", source, err)
+	}
+	if len(v) != 3 {
+		return gate.Permit{}, gate.QuotaDecision{}, replyError("Acquire", source, v, 3)
+	}
+	if v[0] == 1 {
+		return gate.Permit{Source: source, ID: id, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
+	}
+	limit, err := limitName(source, v[2])
+	if err != nil {
+		return gate.Permit{}, gate.QuotaDecision{}, err
+	}
+	return gate.Permit{}, gate.QuotaDecision{RetryAfter: micros(v[1]), Limit: limit}, nil
+}
+
+// Settle corrects p's source's token account by actualTokens − p.Tokens: one
+// script, one round trip; none when the source has no TPM or the count
+// equals the estimate.
+func (q *Quota) Settle(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Settle", Source: p.Source, Tokens: actualTokens}
+	}
+	s := q.sources[p.Source]
+	if s == nil || s.limits.TPM == 0 || actualTokens == p.Tokens {
+		return nil
+	}
+	bound := 2 * int64(s.limits.TPM)
+	delta := min(max(actualTokens-p.Tokens, -bound), bound)
+	args := append(append(make([]any, 0, 4), s.tpm...), strconv.FormatInt(delta, 10))
+	if err := scriptQuotaSettle.Run(ctx, q.c, s.keys[:1], args...).Err(); err != nil {
+		return wrapErr(ctx, "Settle", p.Source, err)
+	}
+	return nil
+}
+
+// Release frees p's in-flight lease: one script, one round trip; none for a
+// permit without a lease (a zero Permit, a source without MaxInFlight).
+// Releasing twice, or after the lease expired, frees nothing.
+func (q *Quota) Release(ctx context.Context, p gate.Permit) error {
+	if p.ID == "" {
+		return nil
+	}
+	s := q.sources[p.Source]
+	if s == nil || s.limits.MaxInFlight == 0 {
+		return nil
+	}
+	if err := scriptQuotaRelease.Run(ctx, q.c, s.keys[1:], p.ID).Err(); err != nil {
+		return wrapErr(ctx, "Release", p.Source, err)
+	}
+	return nil
+}
+
+// Limits returns the limits NewQuota was given for source; ok is false for a
+// source it was not given (which is unlimited).
+func (q *Quota) Limits(source string) (l gate.Limits, ok bool) {
+	if s := q.sources[source]; s != nil {
+		return s.limits, true
+	}
+	return gate.Limits{}, false
+}
+
+// rateArgs renders a per-minute limit as drain, unit, capacity (all "0" for
+// unlimited).
+func rateArgs(perMinute int) []any {
+	r := gate.NewRate(perMinute)
+	return []any{
+		strconv.FormatInt(r.Drain, 10),
+		strconv.FormatInt(r.Unit, 10),
+		strconv.FormatInt(r.Capacity, 10),
+	}
+}
+
+func limitName(source string, code int64) (string, error) {
+	switch code {
+	case 1:
+		return gate.LimitRPM, nil
+	case 2:
+		return gate.LimitTPM, nil
+	case 3:
+		return gate.LimitInFlight, nil
+	}
+	return "", fmt.Errorf("pgw/gate/redis: Acquire %q: script rejected with unknown limit code %d (legal: 1 rpm, 2 tpm, 3 in_flight)", source, code)
+}
+
+// Permit IDs are unique across processes without a round trip: a random
+// per-process prefix and a counter.
+var (
+	permitPrefix = func() string {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+		return hex.EncodeToString(b[:]) + "-"
+	}()
+	permitSeq atomic.Uint64
+)
+
+func newPermitID() string {
+	return permitPrefix + strconv.FormatUint(permitSeq.Add(1), 36)
+}

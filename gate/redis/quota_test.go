@@ -1,0 +1,248 @@
+package redis_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/contracttest"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/internal/testutil"
+)
+
+// The Redis quota gate passes the quota contract unchanged on miniredis (its
+// own clock, exact to the µs) and on a real redis-server (real time).
+
+func TestQuotaContractMiniredis(t *testing.T) {
+	contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
+		_, clk, c := newMini(t)
+		q, err := redis.NewQuota(c, "chat", limits)
+		require.NoError(t, err)
+		return q, clk
+	})
+}
+
+func TestQuotaContractRedisServer(t *testing.T) {
+	t.Parallel() // mostly real-time sleeping
+	srv := testutil.StartRedis(t)
+	c := realClient(t, srv.Addr)
+	contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
+		q, err := redis.NewQuota(c, "chat", limits)
+		require.NoError(t, err)
+		return q, contracttest.RealClock{}
+	})
+}
+
+func TestNewQuotaRejectsInvalidArguments(t *testing.T) {
+	_, _, c := newMini(t)
+	cases := []struct {
+		name   string
+		client goredis.UniversalClient
+		scope  string
+		opts   []redis.Option
+		arg    string
+	}{
+		{"NilClient", nil, "chat", nil, "client"},
+		{"EmptyScope", c, "", nil, "scope"},
+		{"ScopeWithBrace", c, "ch}at", nil, "scope"},
+		{"EmptyPrefix", c, "chat", []redis.Option{redis.WithPrefix("")}, "prefix"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := redis.NewQuota(tc.client, tc.scope, nil, tc.opts...)
+			var ae *redis.ArgumentError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, tc.arg, ae.Name)
+		})
+	}
+	t.Run("InvalidLimits", func(t *testing.T) {
+		_, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"a": {RPM: -1, MaxInFlight: -1}})
+		var le *gate.LimitsError
+		require.ErrorAs(t, err, &le)
+		assert.Len(t, le.Problems, 2)
+	})
+	t.Run("LeaseShorterThanOneMillisecond", func(t *testing.T) {
+		q, err := redis.NewQuota(c, "chat", nil)
+		require.NoError(t, err)
+		_, err = q.WithLease(time.Microsecond)
+		var ae *redis.ArgumentError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, "lease", ae.Name)
+	})
+}
+
+// The quota keys carry the breaker's hash tag {scope:source}: every script of
+// a source, breaker or quota, touches one cluster slot.
+func TestQuotaKeysShareTheBreakerHashTag(t *testing.T) {
+	_, _, c := newMini(t)
+	q, err := redis.NewQuota(c, "CHAT", nil, redis.WithPrefix("prod:pgw"))
+	require.NoError(t, err)
+	b, err := redis.NewBreaker(c, "CHAT", gate.Policy{}, redis.WithPrefix("prod:pgw"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"prod:pgw:{chat:eu-1}:quota", "prod:pgw:{chat:eu-1}:inflight"}, q.Keys("eu-1"))
+	tag := func(k string) string { return k[strings.Index(k, "{") : strings.Index(k, "}")+1] }
+	for _, k := range append(q.Keys("eu-1"), b.Keys("eu-1")...) {
+		assert.Equal(t, "{chat:eu-1}", tag(k), k)
+	}
+}
+
+// A permit that is never released (its process crashed) holds its slot only
+// until the lease ends; its late Release then frees nothing, not even the
+// slot someone else holds now.
+func TestQuotaUnreleasedPermitExpiresAtLease(t *testing.T) {
+	_, clk, c := newMini(t)
+	q0, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	assert.Equal(t, redis.DefaultLease, q0.Lease())
+	q, err := q0.WithLease(time.Second)
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	lost, d, err := q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	clk.Advance(time.Second - time.Microsecond)
+	_, d, err = q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "the lease is alive until its end")
+	assert.Equal(t, gate.LimitInFlight, d.Limit)
+	clk.Advance(time.Microsecond)
+	now, d, err := q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "the lease expired: its slot is free again")
+
+	require.NoError(t, q.Release(ctx, lost))
+	_, d, err = q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "the expired permit's Release freed nothing")
+	require.NoError(t, q.Release(ctx, now))
+	_, d, err = q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+}
+
+// Same on a real redis-server, real time.
+func TestQuotaUnreleasedPermitExpiresAtLeaseRedisServer(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartRedis(t)
+	c := realClient(t, srv.Addr)
+	q0, err := redis.NewQuota(c, uniqueScope(), map[string]gate.Limits{"s": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	const lease = 200 * time.Millisecond
+	q, err := q0.WithLease(lease)
+	require.NoError(t, err)
+	ctx := t.Context()
+	_, d, err := q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	_, d, err = q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	time.Sleep(lease + 50*time.Millisecond) // real time: let the lease run out
+	_, d, err = q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed, "the unreleased lease expired")
+}
+
+// Every key gets a TTL: the bucket hash until both buckets are empty (plus a
+// second), the lease set until its last lease ends (plus a second).
+func TestQuotaKeysExpire(t *testing.T) {
+	m, clk, c := newMini(t)
+	q, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {RPM: 60, TPM: 6000, MaxInFlight: 2}})
+	require.NoError(t, err)
+	ctx := t.Context()
+	p, d, err := q.Acquire(ctx, "s", 600) // a tenth of TPM: empty after 6s
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	keys := q.Keys("s")
+	assert.Equal(t, 7*time.Second, m.TTL(keys[0]), "bucket hash TTL")
+	assert.Equal(t, redis.DefaultLease+time.Second, m.TTL(keys[1]), "lease set TTL")
+	require.NoError(t, q.Settle(ctx, p, 6000)) // the whole minute
+	assert.Equal(t, 61*time.Second, m.TTL(keys[0]), "Settle lengthens the TTL")
+	clk.Advance(61 * time.Second)
+	assert.False(t, m.Exists(keys[0]), "bucket hash gone once empty")
+	require.NoError(t, q.Release(ctx, p))
+	clk.Advance(redis.DefaultLease)
+	assert.False(t, m.Exists(keys[1]), "lease set gone")
+}
+
+// Unlimited sources, settles without TPM and releases without a lease send
+// nothing to Redis; every other operation is one round trip.
+func TestQuotaOneRoundTripPerOperation(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := realClient(t, srv.Addr)
+	q, err := redis.NewQuota(c, uniqueScope(), map[string]gate.Limits{
+		"all":  {RPM: 600, TPM: 60_000, MaxInFlight: 1},
+		"rpm":  {RPM: 600},
+		"free": {},
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, q.Preload(ctx))
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	trips := func(what string, want int64) {
+		t.Helper()
+		got, _ := rt.take()
+		assert.Equal(t, want, got, "%s: round trips", what)
+	}
+
+	p, d, err := q.Acquire(ctx, "all", 100)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	trips("Acquire granted", 1)
+	_, d, err = q.Acquire(ctx, "all", 100)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	trips("Acquire rejected", 1)
+	require.NoError(t, q.Settle(ctx, p, 50))
+	trips("Settle", 1)
+	require.NoError(t, q.Settle(ctx, p, 100))
+	trips("Settle equal to the estimate", 0)
+	require.NoError(t, q.Release(ctx, p))
+	trips("Release", 1)
+	require.NoError(t, q.Release(ctx, p))
+	trips("Release again", 1)
+
+	p, _, err = q.Acquire(ctx, "rpm", 100)
+	require.NoError(t, err)
+	trips("Acquire RPM only", 1)
+	require.NoError(t, q.Settle(ctx, p, 10))
+	require.NoError(t, q.Release(ctx, p))
+	trips("Settle and Release without TPM or lease", 0)
+	for _, src := range []string{"free", "unknown"} {
+		p, _, err = q.Acquire(ctx, src, 1<<40)
+		require.NoError(t, err)
+		require.NoError(t, q.Settle(ctx, p, 1))
+		require.NoError(t, q.Release(ctx, p))
+		trips("unlimited source "+src, 0)
+	}
+	_, _, err = q.Acquire(ctx, "all", -1)
+	require.Error(t, err)
+	trips("Acquire with a bad estimate", 0)
+}
+
+// A Redis that cannot be reached is reported as ErrUnreachable by every
+// operation that needs it.
+func TestQuotaRedisDownIsErrUnreachable(t *testing.T) {
+	m, _, _ := newMini(t)
+	// No retries: an outage is reported at once, not after go-redis's backoff.
+	c := goredis.NewClient(&goredis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	q, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {TPM: 1000, MaxInFlight: 1}})
+	require.NoError(t, err)
+	ctx := t.Context()
+	p, _, err := q.Acquire(ctx, "s", 10)
+	require.NoError(t, err)
+	m.Close()
+	_, _, err = q.Acquire(ctx, "s", 10)
+	assert.True(t, errors.Is(err, redis.ErrUnreachable), "Acquire: %v", err)
+	assert.True(t, errors.Is(q.Settle(ctx, p, 5), redis.ErrUnreachable), "Settle")
+	assert.True(t, errors.Is(q.Release(ctx, p), redis.ErrUnreachable), "Release")
+}
