@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -318,4 +320,50 @@ func scriptFlushKeepsWorking(t *testing.T, c goredis.UniversalClient, flush func
 		require.NoError(t, err, "Snapshot after SCRIPT FLUSH")
 		assert.Equal(t, gate.Open, s.State)
 	}
+}
+
+// SCRIPT FLUSH while callers are in the middle of their work: no call fails.
+func TestScriptFlushUnderConcurrentCallersKeepsWorking(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := realClient(t, srv.Addr)
+	b, err := redis.NewBreaker(c, uniqueScope(), gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	ctx := t.Context()
+	stop := make(chan struct{})
+	var calls atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			src := []string{"a", "b"}[i%2]
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d, err := b.TryEnter(ctx, src)
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, err = b.Record(ctx, src, d, []gate.Outcome{gate.Success, gate.Failure}[i%2])
+				assert.NoError(t, err)
+				_, err = b.RetryAfter(ctx, []string{"a", "b"})
+				assert.NoError(t, err)
+				calls.Add(1)
+			}
+		})
+	}
+	for range 20 {
+		require.NoError(t, c.ScriptFlush(ctx).Err())
+		// Let some calls run between flushes (bounded, in case callers died).
+		deadline := time.Now().Add(2 * time.Second)
+		for n := calls.Load(); calls.Load() < n+4 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	s, err := b.Snapshot(ctx, "b")
+	require.NoError(t, err)
+	assert.Positive(t, s.ConsecutiveFailures, "the failures of b were counted")
 }

@@ -180,8 +180,11 @@ func (s *RedisServer) Restart(t testing.TB) {
 	t.Fatalf("restart redis-server: %v", err)
 }
 
-// Do sends one inline command to the server on a fresh connection and returns
-// the first line of the reply (status or bulk string); tests use it for
+// ErrNilReply is what RedisServer.Do returns for a nil reply (a missing key).
+var ErrNilReply = errors.New("redis nil reply")
+
+// Do sends one command to the server on a fresh connection and returns the
+// reply when it is a status, an integer or a bulk string; tests use it for
 // administrative commands such as SCRIPT FLUSH.
 func (s *RedisServer) Do(args ...string) (string, error) { return s.command(args...) }
 
@@ -217,6 +220,9 @@ func (s *RedisServer) command(args ...string) (string, error) {
 		return "", errors.New(line[1:])
 	case '$':
 		n, err := strconv.Atoi(line[1:])
+		if err == nil && n == -1 {
+			return "", ErrNilReply
+		}
 		if err != nil || n < 0 {
 			return "", fmt.Errorf("bad bulk header %q", line)
 		}
