@@ -11,8 +11,9 @@ import (
 
 // ErrUnreachable is matched (errors.Is) by every error this package returns
 // because Redis could not be reached or could not serve: connection refused
-// or reset, timeouts, a closed client, a cluster without quorum. Errors of the
-// caller's own context are not wrapped in it.
+// or reset, timeouts, a closed client, a cluster without quorum. An error
+// while the caller's own context is done is not wrapped in it: the caller
+// gave up, which says nothing about Redis.
 var ErrUnreachable = errors.New("pgw/gate/redis: redis is unreachable")
 
 // UnreachableError is the concrete error behind ErrUnreachable: the gate
@@ -25,6 +26,7 @@ type UnreachableError struct {
 	Err error
 }
 
+// Error names the operation and says that Redis is unreachable.
 func (e *UnreachableError) Error() string {
 	return fmt.Sprintf("pgw/gate/redis: %s: redis is unreachable: %v", e.Op, e.Err)
 }
@@ -42,9 +44,13 @@ var serverDown = []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY"}
 
 // wrapErr classifies err from a script run for op.
 func wrapErr(ctx context.Context, op, source string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		// The caller gave up; Redis may be fine.
-		return fmt.Errorf("pgw/gate/redis: %s %q: %w", op, source, err)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The caller gave up (go-redis may report it as an i/o timeout);
+		// Redis may be fine, so this is no outage.
+		if errors.Is(err, ctxErr) {
+			return fmt.Errorf("pgw/gate/redis: %s %q: %w", op, source, err)
+		}
+		return fmt.Errorf("pgw/gate/redis: %s %q: %w (%v)", op, source, ctxErr, err)
 	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) {

@@ -285,6 +285,25 @@ func TestFailOpenCallerCancellationIsNotAnOutage(t *testing.T) {
 	assert.Zero(t, logs.count(slog.LevelWarn))
 }
 
+// A caller deadline passing while Redis is slow is the caller's, not an
+// outage (go-redis reports it as an i/o timeout).
+func TestFailOpenCallerDeadlineOnSlowRedisIsNotAnOutage(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := fastFailClient(t, srv.Addr)
+	f, _, logs := failover(t, c, redis.FailOpen)
+	_, err := f.Snapshot(t.Context(), "s") // connect and load the script first
+	require.NoError(t, err)
+	_, err = srv.Do("CLIENT", "PAUSE", "300", "ALL")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	_, err = f.TryEnter(ctx, "s")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, redis.ErrUnreachable)
+	assert.False(t, f.Degraded())
+	assert.Zero(t, logs.count(slog.LevelWarn))
+}
+
 func TestNewFailoverRejectsBadArguments(t *testing.T) {
 	_, _, c := newMini(t)
 	primary, err := redis.NewBreaker(c, "chat", gate.Policy{})

@@ -68,10 +68,12 @@ func miniGate(t *testing.T, p gate.Policy) (*redis.Breaker, *miniClock, *minired
 }
 
 // realClient returns a client on addr closed at the end of t.
-func realClient(t *testing.T, addr string) *goredis.Client {
-	t.Helper()
+func realClient(t *testing.T, addr string) *goredis.Client { return goredisClient(t, addr) }
+
+func goredisClient(tb testing.TB, addr string) *goredis.Client {
+	tb.Helper()
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
-	t.Cleanup(func() { _ = c.Close() })
+	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

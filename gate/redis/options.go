@@ -44,6 +44,7 @@ type ArgumentError struct {
 	Legal string
 }
 
+// Error names the argument, its value and the legal values.
 func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("pgw/gate/redis: invalid %s %q (legal: %s)", e.Name, e.Value, e.Legal)
 }
