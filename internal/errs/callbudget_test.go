@@ -66,3 +66,16 @@ func TestBatchErrorReachesEveryPartError(t *testing.T) {
 	assert.Same(t, open, got)
 	assert.Contains(t, e.Error(), "6 of 10 inputs failed")
 }
+
+func TestCallEndingErrorsUnwrapToTheLastAttempt(t *testing.T) {
+	bad := &errs.HTTPError{StatusCode: 401, Message: "invalid api key"}
+	for _, e := range []error{
+		&errs.CircuitOpenError{Scope: "CHAT", Sources: []string{"a"}, Last: bad},
+		&errs.AllSourcesExhausted{Scope: "CHAT", Reason: errs.ReasonStalled, Last: bad},
+	} {
+		var he *errs.HTTPError
+		require.ErrorAs(t, e, &he)
+		assert.Equal(t, 401, he.StatusCode)
+		assert.Contains(t, e.Error(), "last attempt: upstream http 401")
+	}
+}

@@ -25,7 +25,14 @@ type CircuitOpenError struct {
 	// minimum over the sources); 0 means no certain wait, e.g. every source
 	// is HalfOpen with a probe in flight that may answer at any moment.
 	RetryAfter time.Duration
+	// Last is the error of the call's last attempt when it made any before
+	// every source was rejected (e.g. the 401 that opened the breaker); nil
+	// otherwise. Unwrap returns it.
+	Last error
 }
+
+// Unwrap returns Last.
+func (e *CircuitOpenError) Unwrap() error { return e.Last }
 
 // Code returns "PGW-CB-OPEN".
 func (e *CircuitOpenError) Code() string { return CodeCircuitOpen }
@@ -35,6 +42,10 @@ func (e *CircuitOpenError) Error() string {
 	if e.RetryAfter > 0 {
 		wait = "retry after " + e.RetryAfter.String()
 	}
-	return fmt.Sprintf("pgw: scope %q: circuit open on every source (%s); %s",
+	msg := fmt.Sprintf("pgw: scope %q: circuit open on every source (%s); %s",
 		e.Scope, strings.Join(e.Sources, ", "), wait)
+	if e.Last != nil {
+		msg += "; last attempt: " + e.Last.Error()
+	}
+	return msg
 }

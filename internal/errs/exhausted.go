@@ -34,7 +34,13 @@ type AllSourcesExhausted struct {
 	// Reasons maps each source to why it was not admitted: "cooldown",
 	// "circuit_open", "rate_limited" or "adaptive_paced".
 	Reasons map[string]string
+	// Last is the error of the call's last attempt when it made any; nil
+	// otherwise. Unwrap returns it.
+	Last error
 }
+
+// Unwrap returns Last.
+func (e *AllSourcesExhausted) Unwrap() error { return e.Last }
 
 // Code returns "PGW-EXHAUSTED".
 func (e *AllSourcesExhausted) Code() string { return CodeExhausted }
@@ -49,6 +55,9 @@ func (e *AllSourcesExhausted) Error() string {
 			b.WriteString(", ")
 		}
 		b.WriteString(src + "=" + e.Reasons[src])
+	}
+	if e.Last != nil {
+		b.WriteString("; last attempt: " + e.Last.Error())
 	}
 	return b.String()
 }

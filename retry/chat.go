@@ -1,0 +1,225 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// ErrFirstTokenTimeout is the failure of a chat attempt whose source sent no
+// first chunk within the first-token timeout: an ordinary Failure, so the
+// call fails over.
+var ErrFirstTokenTimeout = errors.New("pgw/retry: no first chunk within the first-token timeout")
+
+// ChatOptions tunes a Chat loop. The zero value means the defaults.
+type ChatOptions struct {
+	// FirstTokenTimeout bounds the wait for an attempt's first chunk; 0
+	// means only the source's Timeout, which bounds the whole stream.
+	FirstTokenTimeout time.Duration
+	// AfterFunc arms the first-token timer: it calls f after d unless the
+	// returned stop is called first (default time.AfterFunc). Tests fire it
+	// by hand.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+}
+
+// Chat is the chat loop: streaming, with retries and fail-over only before
+// the first chunk reaches the caller, a first-token timeout and a total
+// timeout (the source's Timeout) per attempt, the scope's pacer and in-call
+// demotion (SPEC §7). Safe for concurrent use.
+type Chat struct {
+	l         *Loop
+	tr        transport.ChatTransport
+	first     time.Duration
+	afterFunc func(time.Duration, func()) func() bool
+}
+
+// NewChat returns the chat loop of l's scope over tr.
+func NewChat(l *Loop, tr transport.ChatTransport, opt ChatOptions) *Chat {
+	c := &Chat{l: l, tr: tr, first: opt.FirstTokenTimeout, afterFunc: opt.AfterFunc}
+	if c.afterFunc == nil {
+		c.afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
+	return c
+}
+
+// Stream opens a governed streamed answer. Once it returns, the first chunk
+// has arrived and the call no longer retries: a later failure is returned by
+// Recv. The stream holds the source's admission (probe lease, permit, pacer
+// slot) until it ends — io.EOF, an error, or Close — so Close must be called.
+func (c *Chat) Stream(ctx context.Context, req transport.ChatRequest) (*Stream, error) {
+	return run(ctx, c.l, estimateChat(req), true, func(actx context.Context, src config.Source, h *hold) (*Stream, transport.Usage, error) {
+		return c.open(ctx, actx, src, req, h)
+	})
+}
+
+// Complete runs Stream and collects the whole answer.
+func (c *Chat) Complete(ctx context.Context, req transport.ChatRequest) (transport.ChatResponse, error) {
+	s, err := c.Stream(ctx, req)
+	if err != nil {
+		return transport.ChatResponse{}, err
+	}
+	defer s.Close()
+	var b strings.Builder
+	resp := transport.ChatResponse{Source: s.Source()}
+	for {
+		ch, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			resp.Content = b.String()
+			resp.Usage = s.Usage()
+			return resp, nil
+		}
+		if err != nil {
+			return transport.ChatResponse{}, err
+		}
+		b.WriteString(ch.Delta)
+		if ch.FinishReason != "" {
+			resp.FinishReason = ch.FinishReason
+		}
+	}
+}
+
+// open is one chat attempt: open the stream and wait for its first chunk.
+func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.ChatRequest, h *hold) (*Stream, transport.Usage, error) {
+	sctx, cancelCause := context.WithCancelCause(actx)
+	stop := func() bool { return false }
+	if c.first > 0 {
+		stop = c.afterFunc(c.first, func() { cancelCause(ErrFirstTokenTimeout) })
+	}
+	st, err := c.tr.ChatStream(sctx, src, req)
+	var first transport.ChatChunk
+	if err == nil {
+		first, err = st.Recv()
+	}
+	stop()
+	if err != nil && err != io.EOF {
+		if st != nil {
+			_ = st.Close()
+		}
+		if errors.Is(context.Cause(sctx), ErrFirstTokenTimeout) && actx.Err() == nil {
+			err = fmt.Errorf("%w (%v on source %q)", ErrFirstTokenTimeout, c.first, src.Name)
+		}
+		cancelCause(nil)
+		return nil, transport.Usage{}, err
+	}
+	t, cancel := h.keep()
+	s := &Stream{
+		l:      c.l,
+		ctx:    ctx,
+		st:     st,
+		ticket: t,
+		cancel: func() { cancelCause(nil); cancel() },
+	}
+	if err == io.EOF {
+		s.end = io.EOF
+	} else {
+		s.pending, s.first = true, first
+		s.note(first)
+	}
+	return s, transport.Usage{}, nil
+}
+
+// Stream is a governed chat stream (transport.ChatStream). Recv and Close
+// follow the transport contract; Close may be called from another goroutine
+// to abort a Recv, and more than once.
+type Stream struct {
+	l       *Loop
+	ctx     context.Context // the caller's: tells a cancellation from a failure
+	st      transport.ChatStream
+	ticket  *admission.Ticket
+	cancel  func()
+	first   transport.ChatChunk
+	pending bool
+	usage   transport.Usage
+	end     error // set when the stream has ended: io.EOF or the error
+	done    atomic.Bool
+}
+
+var _ transport.ChatStream = (*Stream)(nil)
+
+// Source returns the name of the source that answers.
+func (s *Stream) Source() string { return s.ticket.Source }
+
+// Usage returns the token usage reported so far (usually on the last chunk).
+func (s *Stream) Usage() transport.Usage { return s.usage }
+
+// Recv returns the next chunk, io.EOF at the end, or the error that cut the
+// stream — which is not retried, since the caller already has chunks. The
+// end gives the source's admission back: Success at io.EOF, the error's
+// class otherwise.
+func (s *Stream) Recv() (transport.ChatChunk, error) {
+	if s.pending {
+		s.pending = false
+		return s.first, nil
+	}
+	if s.end != nil {
+		if s.end == io.EOF {
+			s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)})
+		}
+		return transport.ChatChunk{}, s.end
+	}
+	ch, err := s.st.Recv()
+	switch {
+	case err == nil:
+		s.note(ch)
+		return ch, nil
+	case err == io.EOF:
+		s.end = io.EOF
+		s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)})
+		return transport.ChatChunk{}, io.EOF
+	}
+	s.end = err
+	if s.ctx.Err() != nil {
+		s.finish(admission.Result{Outcome: released})
+	} else {
+		s.finish(resultOf(s.l.classify(err)))
+	}
+	return transport.ChatChunk{}, err
+}
+
+// Close releases the stream. Closing before io.EOF gives the admission back
+// as Released: an abandoned answer says nothing about the source.
+func (s *Stream) Close() error {
+	var err error
+	if s.st != nil {
+		err = s.st.Close()
+	}
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.usage)})
+	return err
+}
+
+func (s *Stream) note(ch transport.ChatChunk) {
+	if ch.Usage != nil {
+		s.usage = *ch.Usage
+	}
+}
+
+// finish gives the admission back once and ends the stream's ctx.
+func (s *Stream) finish(r admission.Result) {
+	if !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	_ = s.ticket.Done(s.ctx, r)
+	s.cancel()
+}
+
+// estimateChat is the token reservation of a chat request: the caller's
+// estimate, or about four characters per token of the messages plus the
+// answer's MaxTokens.
+func estimateChat(req transport.ChatRequest) int64 {
+	if req.EstTokens > 0 {
+		return int64(req.EstTokens)
+	}
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content) + len(m.Role)
+	}
+	return int64((n+3)/4 + max(req.MaxTokens, 0))
+}

@@ -1,0 +1,99 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/pgw-go/pgw/internal/errs"
+)
+
+// Class is how a loop treats an attempt's outcome (SPEC §7).
+type Class uint8
+
+// The classes. Success is only for a nil error.
+const (
+	// Success: the attempt delivered. Breaker Success; tokens settled.
+	Success Class = iota
+	// Failure: 5xx, timeout, connection error, anything unrecognised.
+	// Breaker Failure; the call backs off and fails over.
+	Failure
+	// Throttle: 429. Not a breaker failure (Released); the pacer shrinks and
+	// the source is held off until the upstream's Retry-After.
+	Throttle
+	// Fatal: 401/403 or an exhausted upstream quota. Breaker Fatal (open at
+	// once); the call fails over.
+	Fatal
+	// CallerError: 400/404/413/422 — the request is wrong, not the source.
+	// Released; returned at once without retry.
+	CallerError
+	// Canceled: a cancellation the attempt reports. Released; returned at
+	// once.
+	Canceled
+)
+
+// String returns the class's name.
+func (c Class) String() string {
+	switch c {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Throttle:
+		return "throttle"
+	case Fatal:
+		return "fatal"
+	case CallerError:
+		return "caller_error"
+	case Canceled:
+		return "canceled"
+	}
+	return "class(?)"
+}
+
+// Classify is the default classification of SPEC §7. A *errs.HTTPError
+// anywhere in err's chain is classified by status: 429 Throttle — unless its
+// message says the quota is exhausted ("insufficient_quota"), which is Fatal
+// like 401, 402 and 403; 400, 404, 413 and 422 CallerError; anything else
+// (5xx, 408, 409 …) Failure. context.Canceled is Canceled. Everything else —
+// context.DeadlineExceeded (the source's timeout), connection errors, a cut
+// stream — is Failure.
+//
+// The loops check the caller's own ctx before classifying: a call whose ctx
+// is done returns ctx.Err() whatever the attempt said.
+func Classify(err error) Class {
+	if err == nil {
+		return Success
+	}
+	var he *errs.HTTPError
+	if errors.As(err, &he) {
+		return classifyStatus(he)
+	}
+	if errors.Is(err, context.Canceled) {
+		return Canceled
+	}
+	return Failure
+}
+
+func classifyStatus(he *errs.HTTPError) Class {
+	if insufficientQuota(he.Message) {
+		return Fatal
+	}
+	switch he.StatusCode {
+	case 429:
+		return Throttle
+	case 401, 402, 403:
+		return Fatal
+	case 400, 404, 413, 422:
+		return CallerError
+	}
+	return Failure
+}
+
+// insufficientQuota recognises the providers' "your quota is spent" answers,
+// which come as 429 but will not clear by waiting a few seconds.
+func insufficientQuota(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "insufficient_quota") || strings.Contains(m, "insufficient quota") ||
+		strings.Contains(m, "exceeded your current quota")
+}

@@ -1,0 +1,341 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// Config builds a scope's Loop. Scope and Breaker are required; every other
+// zero field means its default.
+type Config struct {
+	// Scope is the scope's settings: sources, QUOTA_FULL, CIRCUIT_OPEN,
+	// MAX_ATTEMPTS, STALL_WINDOW_S, POLL_INTERVAL_S (zero fields: defaults).
+	Scope config.ScopeSettings
+	// Breaker is the scope's breaker gate.
+	Breaker gate.ProviderGate
+	// Quota is the scope's quota gate; nil means unlimited.
+	Quota gate.QuotaGate
+	// Memo is the cooldown memo; nil means a new one.
+	Memo *admission.Memo
+	// Pacer is the AIMD pacer (chat); nil means none.
+	Pacer admission.Pacing
+	// Demote moves a source that failed in a call after the healthy ones
+	// for the rest of that call (chat's in-call demotion). Chat always
+	// demotes; Run, Embed and OCR follow this field.
+	Demote bool
+	// Backoff is the backoff between failed attempts (zero: defaults).
+	Backoff Backoff
+	// Classify replaces the default classification (Classify).
+	Classify func(error) Class
+	// Clock tells the time (default the wall clock).
+	Clock gate.Clock
+	// Sleep waits for d or until ctx is done, returning ctx.Err() then
+	// (default admission.SleepContext).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0, 1), safe for concurrent use (default
+	// math/rand/v2.Float64).
+	Rand func() float64
+	// Logger receives wait lines and give-back failures (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// Loop runs governed calls for one scope. Build one per scope with New and
+// share it between the scope's calls: it is safe for concurrent use when its
+// gates, pacer, sleep and rand are (the defaults are).
+type Loop struct {
+	scope       string
+	sources     map[string]config.Source
+	adm         *admission.SourceAdmission
+	maxAttempts int
+	window      time.Duration
+	demote      bool
+	backoff     Backoff
+	classify    func(error) Class
+	clock       gate.Clock
+	sleep       func(context.Context, time.Duration) error
+	rand        func() float64
+	log         *slog.Logger
+	deliveries  Deliveries
+	minBatch    int
+}
+
+// New builds the loop of cfg.Scope.
+func New(cfg Config) (*Loop, error) {
+	sc := cfg.Scope.WithDefaults()
+	var bad []string
+	if sc.MaxAttempts < 1 {
+		bad = append(bad, fmt.Sprintf("Scope.MaxAttempts=%d (legal: ≥ 1, or 0 for 3 × sources)", sc.MaxAttempts))
+	}
+	if sc.StallWindow < 0 {
+		bad = append(bad, fmt.Sprintf("Scope.StallWindow=%v (legal: > 0, or 0 for %v)", sc.StallWindow, config.DefaultStallWindow))
+	}
+	l := &Loop{
+		scope:       sc.Name,
+		sources:     make(map[string]config.Source, len(sc.Sources)),
+		maxAttempts: sc.MaxAttempts,
+		window:      sc.StallWindow,
+		demote:      cfg.Demote,
+		backoff:     cfg.Backoff,
+		classify:    cfg.Classify,
+		clock:       cfg.Clock,
+		sleep:       cfg.Sleep,
+		rand:        cfg.Rand,
+		log:         cfg.Logger,
+	}
+	if l.classify == nil {
+		l.classify = Classify
+	}
+	if l.clock == nil {
+		l.clock = gate.SystemClock{}
+	}
+	if l.sleep == nil {
+		l.sleep = admission.SleepContext
+	}
+	if l.rand == nil {
+		l.rand = rand.Float64
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	srcs := make([]admission.Source, len(sc.Sources))
+	for i, s := range sc.Sources {
+		l.sources[s.Name] = s
+		srcs[i] = admission.Source{Name: s.Name, Weight: s.Weight, Priority: s.Priority}
+		if s.BatchSize > 0 && (l.minBatch == 0 || s.BatchSize < l.minBatch) {
+			l.minBatch = s.BatchSize
+		}
+	}
+	adm, err := admission.New(admission.Config{
+		Scope:        sc.Name,
+		Sources:      srcs,
+		Breaker:      cfg.Breaker,
+		Quota:        cfg.Quota,
+		Memo:         cfg.Memo,
+		Pacer:        cfg.Pacer,
+		QuotaFull:    admission.Mode(sc.QuotaFull),
+		CircuitOpen:  admission.Mode(sc.CircuitOpen),
+		PollInterval: sc.PollInterval,
+		Clock:        l.clock,
+		Sleep:        l.sleep,
+		Rand:         l.rand,
+		Logger:       l.log,
+	})
+	var ce *admission.ConfigError
+	if errors.As(err, &ce) {
+		bad = append(bad, ce.Problems...)
+	} else if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return nil, &ConfigError{Scope: sc.Name, Problems: bad}
+	}
+	l.adm = adm
+	return l, nil
+}
+
+// ConfigError lists every invalid field of a loop's Config.
+type ConfigError struct {
+	Scope    string
+	Problems []string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("pgw/retry: scope %q: invalid config: %s", e.Scope, strings.Join(e.Problems, "; "))
+}
+
+// Scope returns the scope's name.
+func (l *Loop) Scope() string { return l.scope }
+
+// Admission returns the scope's admission.
+func (l *Loop) Admission() *admission.SourceAdmission { return l.adm }
+
+// Deliveries returns the scope's last-success record.
+func (l *Loop) Deliveries() *Deliveries { return &l.deliveries }
+
+// AttemptFunc is one attempt on one source: it returns the value, the tokens
+// used (for the quota's settle; zero when unknown) and an error that
+// Classify understands (a *errs.HTTPError for an upstream HTTP failure). ctx
+// carries the source's timeout.
+type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transport.Usage, error)
+
+// Run runs fn as one governed call of l's scope (pgw.Call): admission, one
+// attempt per round under the source's timeout, classification, backoff and
+// fail-over, until a success, an error that ends the call, or MAX_ATTEMPTS.
+// estTokens is reserved with the quota and settled to the attempt's usage. A
+// panic in fn gives back everything the attempt held and is re-raised.
+func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]) (T, error) {
+	return run(ctx, l, estTokens, l.demote, func(ctx context.Context, src config.Source, _ *hold) (T, transport.Usage, error) {
+		return fn(ctx, src)
+	})
+}
+
+// hold is what an attempt holds: its ticket and its ctx's cancel. An attempt
+// whose result outlives it (a chat stream) takes them over with keep; the
+// loop then neither gives the ticket back nor cancels the ctx.
+type hold struct {
+	ticket *admission.Ticket
+	cancel context.CancelFunc
+	kept   bool
+}
+
+func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
+	h.kept = true
+	return h.ticket, h.cancel
+}
+
+type attemptFunc[T any] func(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
+
+// run is the one loop behind Run, Chat, Embed and OCR.
+func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
+	var zero T
+	stall := NewStallClock(l.clock, l.window, &l.deliveries)
+	call := l.adm.NewCall(stall)
+	attempts, failures := 0, 0
+	var last error
+	for {
+		if attempts >= l.maxAttempts {
+			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
+		}
+		t, rej, err := call.Pick(ctx, estTokens)
+		if err != nil {
+			return zero, err
+		}
+		if t == nil {
+			if err := call.OnNoRunnable(ctx, rej); err != nil {
+				return zero, withLast(err, last)
+			}
+			continue
+		}
+		attempts++
+		v, class, err := attemptOnce(ctx, l, stall, t, attempt)
+		switch class {
+		case Success:
+			l.deliveries.Mark(l.clock.Now())
+			return v, nil
+		case CallerError, Canceled:
+			return zero, err
+		}
+		last = err
+		if demote {
+			call.Failed(t.Source)
+		}
+		var he *errs.HTTPError
+		switch {
+		case class == Throttle && errors.As(err, &he) && he.RetryAfter > 0:
+			// The upstream said when: hold the source off until then (a
+			// longer running cooldown stays) and fail over at once.
+			l.adm.HoldOff(t.Source, he.RetryAfter)
+			continue
+		case class == Fatal:
+			// The breaker is open now; the next round skips the source.
+			continue
+		}
+		if attempts >= l.maxAttempts {
+			continue
+		}
+		failures++
+		if err := l.sleep(ctx, l.backoff.Delay(failures, l.rand())); err != nil {
+			return zero, err
+		}
+	}
+}
+
+// attemptOnce runs one attempt on t's source and gives back what t holds —
+// in a defer, so a panic in the attempt leaks nothing and propagates.
+func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T]) (v T, class Class, err error) {
+	src := l.sources[t.Source]
+	actx, cancel := context.WithCancel(ctx)
+	if src.Timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, src.Timeout)
+	}
+	h := &hold{ticket: t, cancel: cancel}
+	res := admission.Result{Outcome: gate.Released, Tokens: 0}
+	stall.BeginAttempt()
+	defer func() {
+		stall.EndAttempt()
+		if !h.kept {
+			cancel()
+			_ = t.Done(ctx, res)
+		}
+	}()
+	v, usage, err := attempt(actx, src, h)
+	if err == nil {
+		res = admission.Result{Outcome: gate.Success, Tokens: settled(usage)}
+		return v, Success, nil
+	}
+	var zero T
+	if ctx.Err() != nil {
+		// The caller gave up: the attempt says nothing about the source.
+		return zero, Canceled, ctx.Err()
+	}
+	class = l.classify(err)
+	res = resultOf(class)
+	if class == Success {
+		// A classifier that calls an error a success: the error cannot be
+		// returned as a value, so it goes back to the caller untouched.
+		class = CallerError
+	}
+	return zero, class, err
+}
+
+// resultOf is the admission result of a failed attempt of class c: no tokens
+// are charged for a failed attempt (the reservation is refunded).
+func resultOf(c Class) admission.Result {
+	switch c {
+	case Failure:
+		return admission.Result{Outcome: gate.Failure}
+	case Fatal:
+		return admission.Result{Outcome: gate.Fatal}
+	case Throttle:
+		return admission.Result{Outcome: gate.Released, Throttled: true}
+	}
+	return admission.Result{Outcome: gate.Released}
+}
+
+// settled is the token count to settle: the usage when the upstream reported
+// one, otherwise the estimate stands.
+func settled(u transport.Usage) int64 {
+	if n := u.TotalTokens; n > 0 {
+		return int64(n)
+	}
+	if n := u.PromptTokens + u.CompletionTokens; n > 0 {
+		return int64(n)
+	}
+	return -1
+}
+
+// withLast attaches the call's last attempt error to the admission's verdict,
+// so that a call that failed on a bad key and then found the breaker open
+// still shows the 401 (errors.As reaches it).
+func withLast(err, last error) error {
+	if last == nil {
+		return err
+	}
+	var coe *errs.CircuitOpenError
+	if errors.As(err, &coe) {
+		coe.Last = last
+	}
+	var ase *errs.AllSourcesExhausted
+	if errors.As(err, &ase) {
+		ase.Last = last
+	}
+	return err
+}
+
+// Breaker outcomes by name, for readability at the call sites.
+const (
+	success  = gate.Success
+	released = gate.Released
+)

@@ -1,0 +1,62 @@
+package retry
+
+import (
+	"context"
+
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// OCR is the OCR loop: one image per attempt; a multi-page input runs its
+// pages concurrently (bounded), each page its own governed call. Safe for
+// concurrent use.
+type OCR struct {
+	l           *Loop
+	tr          transport.OCRTransport
+	concurrency int
+}
+
+// NewOCR returns the OCR loop of l's scope over tr. concurrency bounds the
+// pages in flight per call (0: DefaultConcurrency).
+func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	return &OCR{l: l, tr: tr, concurrency: concurrency}
+}
+
+// OCR reads one image. No token estimate is reserved (the size of an image
+// in tokens is the provider's business); the reported usage is settled.
+func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
+	return run(ctx, o.l, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
+		r, err := o.tr.OCR(actx, src, req)
+		return r, r.Usage, err
+	})
+}
+
+// Pages reads every page, in order. When some pages fail and others succeed,
+// the result holds the successful pages (zero where a page failed) and the
+// error is a *errs.BatchError naming the failed pages; errors.As reaches each
+// page's own error.
+func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transport.OCRResponse, error) {
+	out := make([]transport.OCRResponse, len(pages))
+	errsOf := make([]error, len(pages))
+	forEachPart(len(pages), o.concurrency, func(i int) {
+		if err := ctx.Err(); err != nil {
+			errsOf[i] = err
+			return
+		}
+		out[i], errsOf[i] = o.OCR(ctx, pages[i])
+	})
+	var failed []errs.BatchFailure
+	for i, err := range errsOf {
+		if err != nil {
+			failed = append(failed, errs.BatchFailure{Start: i, End: i + 1, Err: err})
+		}
+	}
+	if len(failed) == 0 {
+		return out, nil
+	}
+	return out, &errs.BatchError{Scope: o.l.scope, Total: len(pages), Failed: failed}
+}

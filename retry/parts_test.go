@@ -1,0 +1,205 @@
+package retry_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/retry"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// fakeEmbed returns for input "i" the vector {i}; it fails every batch that
+// contains an input listed in fail (once per listing), and tracks how many
+// batches run at once.
+type fakeEmbed struct {
+	mu       sync.Mutex
+	fail     map[string]error
+	batches  [][]string
+	inFlight atomic.Int64
+	maxSeen  atomic.Int64
+	// gate, when set, is waited on by every batch: the test controls overlap.
+	gate func()
+}
+
+func (f *fakeEmbed) Embed(ctx context.Context, src transport.Source, req transport.EmbedRequest) (transport.EmbedResponse, error) {
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for {
+		m := f.maxSeen.Load()
+		if n <= m || f.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if f.gate != nil {
+		f.gate()
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, req.Inputs)
+	for _, in := range req.Inputs {
+		if err, ok := f.fail[in]; ok {
+			f.mu.Unlock()
+			return transport.EmbedResponse{}, err
+		}
+	}
+	f.mu.Unlock()
+	out := transport.EmbedResponse{Usage: transport.Usage{TotalTokens: len(req.Inputs)}}
+	for _, in := range req.Inputs {
+		i, _ := strconv.Atoi(in)
+		out.Vectors = append(out.Vectors, []float32{float32(i)})
+	}
+	return out, nil
+}
+
+func inputs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}
+
+func batchSizes(sizes ...int) envOpt {
+	return withScope(func(s *config.ScopeSettings) {
+		s.Name = "EMBEDDING"
+		s.Sources = nil
+		for i, b := range sizes {
+			s.Sources = append(s.Sources, config.Source{Name: fmt.Sprintf("s%d", i+1), BatchSize: b})
+		}
+	})
+}
+
+func TestEmbedSplitsByTheSmallestBatchSizeAndKeepsInputOrder(t *testing.T) {
+	e := newEnv(t, batchSizes(8, 3))
+	tr := &fakeEmbed{}
+	emb := retry.NewEmbed(e.loop, tr, 4)
+	assert.Equal(t, 3, emb.BatchSize(), "any sub-batch may land on any source")
+	resp, err := emb.Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(10)})
+	require.NoError(t, err)
+	require.Len(t, resp.Vectors, 10)
+	for i, v := range resp.Vectors {
+		assert.Equal(t, []float32{float32(i)}, v, "input order")
+	}
+	assert.Len(t, tr.batches, 4, "3+3+3+1")
+	assert.Equal(t, 10, resp.Usage.TotalTokens)
+	e.requireNothingHeld(t)
+}
+
+func TestEmbedFailingSubBatchKeepsTheOthersResults(t *testing.T) {
+	e := newEnv(t, batchSizes(2, 2))
+	bad := httpErr(422, 0, "input 5 is too long")
+	tr := &fakeEmbed{fail: map[string]error{"5": bad}}
+	resp, err := retry.NewEmbed(e.loop, tr, 2).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(8)})
+	var be *errs.BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 8, be.Total)
+	require.Len(t, be.Failed, 1)
+	assert.Equal(t, 4, be.Failed[0].Start)
+	assert.Equal(t, 6, be.Failed[0].End)
+	var he *errs.HTTPError
+	require.ErrorAs(t, err, &he, "the sub-batch's own error is reachable")
+	for i, v := range resp.Vectors {
+		if i == 4 || i == 5 {
+			assert.Nil(t, v)
+			continue
+		}
+		assert.Equal(t, []float32{float32(i)}, v, "the other sub-batches' vectors are kept")
+	}
+	e.requireNothingHeld(t)
+}
+
+func TestEmbedBoundsConcurrentSubBatches(t *testing.T) {
+	e := newEnv(t, batchSizes(1, 1))
+	const limit = 3
+	arrived := make(chan struct{}, 16)
+	release := make(chan struct{})
+	tr := &fakeEmbed{gate: func() {
+		arrived <- struct{}{}
+		<-release
+	}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := retry.NewEmbed(e.loop, tr, limit).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(9)})
+		done <- err
+	}()
+	for range limit {
+		<-arrived // the first three sub-batches are in flight together
+	}
+	close(release)
+	require.NoError(t, <-done)
+	assert.Equal(t, int64(limit), tr.maxSeen.Load(), "never more than the bound at once")
+}
+
+func TestNoGoroutineOutlivesASplitCall(t *testing.T) {
+	e := newEnv(t, batchSizes(1))
+	before := runtime.NumGoroutine()
+	_, err := retry.NewEmbed(e.loop, &fakeEmbed{}, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(12)})
+	require.NoError(t, err)
+	// The workers have returned from Embed's wait; give the scheduler the
+	// chance to retire them (no sleeping).
+	for i := 0; i < 1000 && runtime.NumGoroutine() > before; i++ {
+		runtime.Gosched()
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before)
+}
+
+func TestPanicInASubBatchIsReraisedInTheCallerLeakingNothing(t *testing.T) {
+	e := newEnv(t, batchSizes(1, 1))
+	tr := &fakeEmbed{gate: func() { panic("embedder blew up") }}
+	assert.PanicsWithValue(t, "embedder blew up", func() {
+		_, _ = retry.NewEmbed(e.loop, tr, 3).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(6)})
+	})
+	e.requireNothingHeld(t)
+}
+
+type fakeOCR struct {
+	mu   sync.Mutex
+	fail map[string]error
+	seen []string
+}
+
+func (f *fakeOCR) OCR(_ context.Context, src transport.Source, req transport.OCRRequest) (transport.OCRResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen = append(f.seen, string(req.Image))
+	if err, ok := f.fail[string(req.Image)]; ok {
+		delete(f.fail, string(req.Image))
+		return transport.OCRResponse{}, err
+	}
+	return transport.OCRResponse{Text: "text of " + string(req.Image), Usage: transport.Usage{TotalTokens: 5}}, nil
+}
+
+func TestOCROneImagePerAttempt(t *testing.T) {
+	e := newEnv(t)
+	tr := &fakeOCR{fail: map[string]error{"page": httpErr(503, 0, "busy")}}
+	resp, err := retry.NewOCR(e.loop, tr, 0).OCR(context.Background(), transport.OCRRequest{Image: []byte("page")})
+	require.NoError(t, err)
+	assert.Equal(t, "text of page", resp.Text)
+	assert.Equal(t, []string{"page", "page"}, tr.seen, "the failed attempt is retried with the same image")
+	e.requireNothingHeld(t)
+}
+
+func TestOCRPagesRunConcurrentlyInOrderAndKeepPartialResults(t *testing.T) {
+	e := newEnv(t, withScope(func(s *config.ScopeSettings) { s.Name = "OCR" }))
+	bad := httpErr(413, 0, "image too large")
+	tr := &fakeOCR{fail: map[string]error{"p2": bad}}
+	pages := []transport.OCRRequest{{Image: []byte("p0")}, {Image: []byte("p1")}, {Image: []byte("p2")}, {Image: []byte("p3")}}
+	out, err := retry.NewOCR(e.loop, tr, 2).Pages(context.Background(), pages)
+	var be *errs.BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "OCR", be.Scope)
+	require.Len(t, be.Failed, 1)
+	assert.Equal(t, 2, be.Failed[0].Start)
+	assert.Equal(t, []string{"text of p0", "text of p1", "", "text of p3"},
+		[]string{out[0].Text, out[1].Text, out[2].Text, out[3].Text})
+	e.requireNothingHeld(t)
+}

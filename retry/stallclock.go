@@ -1,0 +1,98 @@
+package retry
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Deliveries is a scope's last-success time, shared by the calls of the
+// scope: a call is stalled only when no call of its scope delivered within
+// the stall window (SPEC §7). The zero value is ready. Safe for concurrent
+// use.
+type Deliveries struct {
+	last atomic.Int64 // unix nanoseconds of the last success; 0: none
+}
+
+// Mark records a success at t (a later one wins).
+func (d *Deliveries) Mark(t time.Time) {
+	n := t.UnixNano()
+	for {
+		cur := d.last.Load()
+		if cur >= n || d.last.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// Last returns the time of the last success, and false when there was none.
+func (d *Deliveries) Last() (time.Time, bool) {
+	n := d.last.Load()
+	if n == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, n), true
+}
+
+// StallClock splits one call's time into attempt time and stall time —
+// everything else: waiting for a source, backing off (ARCH §7.3: a breaker
+// cooldown is unproductive waiting). It implements admission.StallBudget. A
+// StallClock belongs to one call and is not safe for concurrent use.
+type StallClock struct {
+	clock     gate.Clock
+	window    time.Duration
+	scope     *Deliveries
+	start     time.Time
+	attempted time.Duration // closed attempts
+	since     time.Time     // start of the open attempt
+	open      bool
+}
+
+// NewStallClock starts a call's stall clock now. window is STALL_WINDOW_S;
+// scope is the scope's Deliveries (nil: the call alone decides).
+func NewStallClock(clock gate.Clock, window time.Duration, scope *Deliveries) *StallClock {
+	return &StallClock{clock: clock, window: window, scope: scope, start: clock.Now()}
+}
+
+// BeginAttempt starts counting attempt time.
+func (s *StallClock) BeginAttempt() {
+	if !s.open {
+		s.open, s.since = true, s.clock.Now()
+	}
+}
+
+// EndAttempt stops counting attempt time.
+func (s *StallClock) EndAttempt() {
+	if s.open {
+		s.open = false
+		s.attempted += s.clock.Now().Sub(s.since)
+	}
+}
+
+// StallTime is the call's time so far outside attempts.
+func (s *StallClock) StallTime() time.Duration {
+	now := s.clock.Now()
+	attempted := s.attempted
+	if s.open {
+		attempted += now.Sub(s.since)
+	}
+	return now.Sub(s.start) - attempted
+}
+
+// Remaining is the stall time left in the window; ≤ 0 once it is spent.
+func (s *StallClock) Remaining() time.Duration { return s.window - s.StallTime() }
+
+// Stalled reports whether the call's stall time exceeds the window (strictly)
+// and no call of its scope delivered a success within the window.
+func (s *StallClock) Stalled() bool {
+	if s.StallTime() <= s.window {
+		return false
+	}
+	if s.scope != nil {
+		if last, ok := s.scope.Last(); ok && s.clock.Now().Sub(last) <= s.window {
+			return false
+		}
+	}
+	return true
+}
