@@ -31,24 +31,32 @@ const (
 // environment has CI=true — fails it: CI must run the real-Redis tests.
 func RequireRedisBinaries(t testing.TB) (server, cli string) {
 	t.Helper()
+	paths := requireBinaries(t, "redis-server", "redis-cli")
+	return paths[0], paths[1]
+}
+
+// requireBinaries looks every name up on PATH; it skips the test (fails it
+// with CI=true) naming the missing ones.
+func requireBinaries(t testing.TB, names ...string) []string {
+	t.Helper()
+	paths := make([]string, len(names))
 	var missing []string
-	server, err := exec.LookPath("redis-server")
-	if err != nil {
-		missing = append(missing, "redis-server")
-	}
-	cli, err = exec.LookPath("redis-cli")
-	if err != nil {
-		missing = append(missing, "redis-cli")
+	for i, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			missing = append(missing, n)
+		}
+		paths[i] = p
 	}
 	if len(missing) == 0 {
-		return server, cli
+		return paths
 	}
 	msg := fmt.Sprintf("real-Redis test needs %s on PATH (Debian: apt-get install redis-server)", strings.Join(missing, " and "))
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s; CI=true forbids skipping", msg)
 	}
 	t.Skip("skipped: " + msg)
-	return "", ""
+	return nil
 }
 
 // RedisServer is one redis-server process owned by a test: loopback only, no
@@ -72,7 +80,7 @@ type RedisServer struct {
 // when redis-server is not installed.
 func StartRedis(t testing.TB) *RedisServer {
 	t.Helper()
-	bin, _ := RequireRedisBinaries(t)
+	bin := requireBinaries(t, "redis-server")[0]
 	s, err := startRedis(t, bin, nil)
 	if err != nil {
 		t.Fatalf("start redis-server: %v", err)
