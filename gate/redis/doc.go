@@ -3,7 +3,8 @@
 // the same Redis (single node, Redis Cluster or sentinel, through a
 // goredis.UniversalClient). It follows the state machine and the RetryAfter
 // contract of package gate exactly and passes contracttest.RunBreaker
-// unchanged.
+// unchanged. The package also holds the Redis quota gate (Quota, see its
+// documentation); what follows is about the breaker.
 //
 // # One script, one round trip, server time
 //
