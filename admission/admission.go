@@ -14,16 +14,18 @@ import (
 // DefaultPollInterval is the base of a nap when Config.PollInterval is 0.
 const DefaultPollInterval = 50 * time.Millisecond
 
-// Pacing is the per-source concurrency window Pick consults after the quota
-// (the AIMD pacer of the chat scope). Implementations are safe for
+// Pacing is the per-source concurrency window Pick consults after the quota:
+// the AIMD pacer of the chat scope (*Pacer). Implementations are safe for
 // concurrent use.
 type Pacing interface {
 	// TryAcquire takes a slot of source's window, or reports false when the
 	// window is full.
 	TryAcquire(source string) bool
-	// Done gives the slot back; throttled reports an upstream 429, which
-	// shrinks the window.
-	Done(source string, throttled bool)
+	// Release gives the slot back with what the call said about upstream
+	// capacity: PaceSuccess (the source answered), PaceThrottled (a 429,
+	// which shrinks the window) or PaceNeutral (nothing: a lost round, a
+	// caller error, a cancellation, a 5xx — the breaker's business).
+	Release(source string, o PaceOutcome)
 }
 
 // Config builds a SourceAdmission. Only Scope, Sources and Breaker are
@@ -287,5 +289,7 @@ type Result struct {
 	// the estimate reserved at Pick. Negative leaves the estimate standing.
 	Tokens int64
 	// Throttled reports an upstream 429: the pacer shrinks its window.
+	// Otherwise a Success outcome counts toward growing it and any other
+	// outcome leaves it as it is.
 	Throttled bool
 }

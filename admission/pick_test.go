@@ -201,3 +201,40 @@ func TestNewReportsEveryInvalidField(t *testing.T) {
 		assert.Contains(t, msg, want)
 	}
 }
+
+func TestPickWithTheAIMDPacer(t *testing.T) {
+	f := newFixture(t)
+	pacer, err := admission.NewPacer([]string{"s1"}, admission.PacerConfig{Ceiling: 4, Initial: 2, Clock: f.clk})
+	require.NoError(t, err)
+	adm, err := admission.New(admission.Config{Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}},
+		Breaker: gate.Noop{}, Quota: f.quota, Pacer: pacer, Clock: f.clk})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	a, _, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	b, _, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	c, rej, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	require.Nil(t, c)
+	assert.Equal(t, admission.AdaptivePaced, rej[0].Reason, "the window of 2 is full")
+	assert.Equal(t, 2, f.quota.held("s1"), "the paced-out round gave its permit back")
+
+	require.NoError(t, a.Done(ctx, admission.Result{Outcome: gate.Released, Throttled: true}))
+	w, inFlight := pacer.Window("s1")
+	assert.Equal(t, 1, w, "a 429 halves the window")
+	assert.Equal(t, 1, inFlight)
+
+	require.NoError(t, b.Done(ctx, admission.Result{Outcome: gate.Failure}))
+	w, inFlight = pacer.Window("s1")
+	assert.Equal(t, 1, w, "a 5xx is neutral for the pacer")
+	assert.Zero(t, inFlight)
+
+	d, _, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	require.NotNil(t, d)
+	require.NoError(t, d.Done(ctx, admission.Result{Outcome: gate.Success}))
+	w, _ = pacer.Window("s1")
+	assert.Equal(t, 2, w, "a window's worth of successes (1) grows it by one")
+}

@@ -31,7 +31,8 @@ type Ticket struct {
 
 // Done reports the attempt's result and gives back everything the ticket
 // holds: it records r.Outcome with the breaker (which frees a probe lease),
-// settles the permit to r.Tokens and releases it, and returns the pacer slot.
+// settles the permit to r.Tokens and releases it, and returns the pacer slot
+// with the outcome's pacing verdict.
 // Only the first call acts; later calls return nil. The gates are called with
 // ctx stripped of its cancellation, so a cancelled call still gives back its
 // permit and lease. Every step runs even when an earlier one fails; the
@@ -63,7 +64,7 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		}
 	}
 	if t.paced {
-		a.pacer.Done(t.Source, r.Throttled)
+		a.pacer.Release(t.Source, paceOutcome(o, r.Throttled))
 	}
 	if errRecord == nil && errSettle == nil && errRelease == nil {
 		return nil
@@ -72,4 +73,15 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		a.scope, t.Source, errors.Join(errRecord, errSettle, errRelease))
 	a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
 	return err
+}
+
+// paceOutcome is what an attempt's result says about upstream capacity.
+func paceOutcome(o gate.Outcome, throttled bool) PaceOutcome {
+	switch {
+	case throttled:
+		return PaceThrottled
+	case o == gate.Success:
+		return PaceSuccess
+	}
+	return PaceNeutral
 }

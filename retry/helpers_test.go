@@ -57,11 +57,11 @@ func (p *fakePacer) TryAcquire(source string) bool {
 	return true
 }
 
-func (p *fakePacer) Done(source string, throttled bool) {
+func (p *fakePacer) Release(source string, o admission.PaceOutcome) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held[source]--
-	if throttled {
+	if o == admission.PaceThrottled {
 		p.throttled[source]++
 	}
 }
