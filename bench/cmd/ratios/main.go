@@ -5,7 +5,7 @@
 //
 // Run it from bench/ (make bench does):
 //
-//	go run ./cmd/ratios                  # go test -run '^$' -bench . -benchmem -count 5 ./...
+//	go run ./cmd/ratios                  # 5 interleaved runs of go test -bench . -benchmem ./...
 //	go run ./cmd/ratios -in old-run.txt  # only parse a saved run
 //
 // For ns/op a ratio below 1 means pgw is faster; for calls/s a ratio above 1
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	in := flag.String("in", "", "parse this saved go test -bench output instead of running the benchmarks")
-	count := flag.Int("count", 5, "go test -count")
+	count := flag.Int("count", 5, "number of go test runs (each with -count 1, interleaving the samples)")
 	bench := flag.String("bench", ".", "go test -bench pattern")
 	benchtime := flag.String("benchtime", "", "go test -benchtime (empty: go test's default)")
 	flag.Parse()
@@ -52,23 +52,31 @@ func main() {
 
 // load returns saved output, or runs the benchmarks, echoing their output to
 // stderr as it comes so a long run shows progress.
+//
+// The samples are interleaved: count runs of go test -count 1, each covering
+// every benchmark, rather than one go test -count N that runs each benchmark
+// N times in a row. On a shared machine the load drifts during a run;
+// interleaving spreads the drift over pgw and its peers alike instead of
+// letting it fall on whichever ran during a busy minute.
 func load(in string, count int, bench, benchtime string) ([]byte, error) {
 	if in != "" {
 		return os.ReadFile(in)
 	}
 	// -v so that benchmark logs (the NOTE lines) and skip messages are shown.
-	args := []string{"test", "-v", "-run", "^$", "-bench", bench, "-benchmem", "-count", fmt.Sprint(count)}
+	args := []string{"test", "-v", "-run", "^$", "-bench", bench, "-benchmem", "-count", "1"}
 	if benchtime != "" {
 		args = append(args, "-benchtime", benchtime)
 	}
 	args = append(args, "./...")
-	fmt.Fprintln(os.Stderr, "running: go", strings.Join(args, " "))
 	var buf bytes.Buffer
-	cmd := exec.Command("go", args...)
-	cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go test -bench failed: %w", err)
+	for i := 1; i <= count; i++ {
+		fmt.Fprintf(os.Stderr, "run %d of %d: go %s\n", i, count, strings.Join(args, " "))
+		cmd := exec.Command("go", args...)
+		cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go test -bench (run %d of %d) failed: %w", i, count, err)
+		}
 	}
 	return buf.Bytes(), nil
 }
