@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,15 +142,32 @@ func TestEmbedBoundsConcurrentSubBatches(t *testing.T) {
 
 func TestNoGoroutineOutlivesASplitCall(t *testing.T) {
 	e := newEnv(t, batchSizes(1))
-	before := runtime.NumGoroutine()
-	_, err := retry.NewEmbed(e.loop, &fakeEmbed{}, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(12)})
+	var during atomic.Int64
+	tr := &fakeEmbed{gate: func() { during.CompareAndSwap(0, int64(retryGoroutines())) }}
+	_, err := retry.NewEmbed(e.loop, tr, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(12)})
 	require.NoError(t, err)
-	// The workers have returned from Embed's wait; give the scheduler the
-	// chance to retire them (no sleeping).
-	for i := 0; i < 1000 && runtime.NumGoroutine() > before; i++ {
+	require.Positive(t, during.Load(), "the count sees the workers while they run")
+	// Every worker has called wg.Done before Embed returned; what may remain
+	// is a worker between that and its exit. Yield (never sleep) until the
+	// scheduler has retired them.
+	for i := 0; i < 100_000 && retryGoroutines() > 0; i++ {
 		runtime.Gosched()
 	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before)
+	assert.Zero(t, retryGoroutines(), "a goroutine of package retry outlived the call")
+}
+
+// retryGoroutines counts the goroutines running code of package retry (the
+// test's own goroutines run retry_test code and are not counted).
+func retryGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/pgw-go/pgw/retry.") {
+			n++
+		}
+	}
+	return n
 }
 
 func TestPanicInASubBatchIsReraisedInTheCallerLeakingNothing(t *testing.T) {
