@@ -33,6 +33,10 @@ const (
 	qSlowRPM  = 2                            // one request per 30s: never refills within a case
 	qSlowWait = time.Minute / qSlowRPM       // 30s
 	qTPMWait  = time.Minute * qTokens / qTPM // 200ms, the refill time of qTokens
+	// qBig tokens refill in 6s, never within a case: a request of qBig
+	// probes "the bucket is (still) full" without racing real time.
+	qBig     = qTPM / 10
+	qBigWait = 6 * time.Second
 
 	// Limits that do not divide a minute into whole µs, so that RetryAfter
 	// must round, and up.
@@ -164,6 +168,46 @@ func (h *quotaHarness) near(want, got time.Duration, what string) {
 	assert.Equal(h.t, want, got, what)
 }
 
+// exhaustRPM spends a fresh RPM bucket of perMinute: it acquires until the
+// first rejection and returns how many were granted, the rejection, and the
+// instant before the first Acquire. On a fake clock exactly perMinute are
+// granted; on real time a slow run also gets what refilled meanwhile, never
+// more.
+func (h *quotaHarness) exhaustRPM(perMinute int) (int, gate.QuotaDecision, time.Time) {
+	h.t.Helper()
+	interval := time.Minute / time.Duration(perMinute)
+	t0 := h.clk.Now()
+	for n := 0; ; n++ {
+		_, d := h.acquire(0)
+		if d.Allowed {
+			require.Less(h.t, n, 2*perMinute, "RPM %d never rejects", perMinute)
+			continue
+		}
+		assert.Equal(h.t, gate.LimitRPM, d.Limit, "rejecting limit")
+		if h.clk.Slack() == 0 {
+			assert.Equal(h.t, perMinute, n, "granted before the first RPM rejection")
+		} else {
+			refilled := int(h.clk.Now().Sub(t0) / interval)
+			assert.GreaterOrEqual(h.t, n, perMinute, "granted before the first RPM rejection")
+			assert.LessOrEqual(h.t, n, perMinute+refilled, "granted before the first RPM rejection: the minute plus what refilled")
+		}
+		return n, d, t0
+	}
+}
+
+// atMost asserts got = want on a fake clock; on real time, where the sleeps
+// that led here may have overshot, that got is positive and at most want
+// (within Slack).
+func (h *quotaHarness) atMost(want, got time.Duration, what string) {
+	h.t.Helper()
+	if h.clk.Slack() == 0 {
+		assert.Equal(h.t, want, got, what)
+		return
+	}
+	assert.Positive(h.t, got, what)
+	assert.LessOrEqual(h.t, got, want+h.clk.Slack(), what)
+}
+
 // early is how much before RetryAfter a "not yet" retry stands: one µs — the
 // gates' resolution — on a fake clock, twice the Slack on real time.
 func (h *quotaHarness) early() time.Duration { return max(2*h.clk.Slack(), time.Microsecond) }
@@ -174,7 +218,17 @@ func (h *quotaHarness) early() time.Duration { return max(2*h.clk.Slack(), time.
 // granted permit.
 func (h *quotaHarness) exactRetry(d gate.QuotaDecision, est int64, limit string) gate.Permit {
 	h.t.Helper()
-	require.Greater(h.t, d.RetryAfter, h.early(), "the rejection must leave a wait to probe: %+v", d)
+	for d.RetryAfter <= h.early() {
+		// On real time a slow run may leave too little of the wait to probe
+		// "earlier" in: check the grant at RetryAfter, then use the next
+		// rejection, which waits a full refill.
+		require.Positive(h.t, h.clk.Slack(), "the rejection must leave a wait to probe: %+v", d)
+		h.clk.Advance(d.RetryAfter)
+		p, got := h.acquire(est)
+		require.True(h.t, got.Allowed, "a retry exactly RetryAfter (%v) after a rejection must be granted: %+v", d.RetryAfter, got)
+		h.release(p)
+		d = h.rejected(est, limit)
+	}
 	h.clk.Advance(d.RetryAfter - h.early())
 	again := h.rejected(est, limit)
 	if h.clk.Slack() == 0 {

@@ -49,7 +49,7 @@ func quotaConcurrencyCases() []quotaCase {
 			}
 			wg.Wait()
 			h.granted(qTPM / 2)
-			h.rejected(qTokens, gate.LimitTPM)
+			h.rejected(qBig, gate.LimitTPM)
 		}},
 		{name: "ConcurrentAcquireReleaseNeverExceedsMaxInFlight", limits: gate.Limits{MaxInFlight: 3}, run: func(h *quotaHarness) {
 			var cur, peak atomic.Int64

@@ -53,7 +53,7 @@ func quotaInFlightCases() []quotaCase {
 			h.rejected(qTPM/2, gate.LimitInFlight)
 			h.release(p)
 			h.granted(qTPM / 2)
-			h.rejected(qTokens, gate.LimitTPM)
+			h.rejected(qBig, gate.LimitTPM)
 		}},
 		{name: "InFlightRejectionReservesNoRequest", limits: gate.Limits{RPM: qSlowRPM, MaxInFlight: 1}, run: func(h *quotaHarness) {
 			p := h.granted(0)

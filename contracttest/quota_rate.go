@@ -15,43 +15,33 @@ import (
 func quotaRateCases() []quotaCase {
 	return []quotaCase{
 		{name: "RPMAdmitsAMinuteOfRequestsThenRejects", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
-			t0 := h.clk.Now()
-			for range qRPM {
-				h.granted(0)
-			}
-			d := h.rejected(0, gate.LimitRPM)
-			// One request refills qInterval after the first was taken.
-			h.near(t0.Add(qInterval).Sub(h.clk.Now()), d.RetryAfter, "RPM rejection: RetryAfter = until one request refills")
+			n, d, t0 := h.exhaustRPM(qRPM)
+			// The next request refills one interval after the first was
+			// taken, for each request granted beyond the minute.
+			next := t0.Add(time.Duration(n-qRPM+1) * qInterval)
+			h.near(next.Sub(h.clk.Now()), d.RetryAfter, "RPM rejection: RetryAfter = until one request refills")
 		}},
 		{name: "RPMRetryAtRetryAfterIsAdmittedEarlierIsNot", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
-			for range qRPM {
-				h.granted(0)
-			}
-			h.exactRetry(h.rejected(0, gate.LimitRPM), 0, gate.LimitRPM)
-			d := h.rejected(0, gate.LimitRPM)
-			h.near(qInterval, d.RetryAfter, "after the retry took the refilled request: RetryAfter = one interval")
+			_, d, _ := h.exhaustRPM(qRPM)
+			h.exactRetry(d, 0, gate.LimitRPM)
+			d = h.rejected(0, gate.LimitRPM)
+			h.atMost(qInterval, d.RetryAfter, "after the retry took the refilled request: RetryAfter = one interval")
 			h.exactRetry(d, 0, gate.LimitRPM)
 		}},
 		{name: "RPMRefillsContinuously", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
-			for range qRPM {
-				h.granted(0)
-			}
-			d := h.rejected(0, gate.LimitRPM)
+			_, d, _ := h.exhaustRPM(qRPM)
 			// At RetryAfter one request fits; two intervals later, two more.
 			h.clk.Advance(d.RetryAfter + 2*qInterval)
 			for range 3 {
 				h.granted(0)
 			}
 			d = h.rejected(0, gate.LimitRPM)
-			h.near(qInterval, d.RetryAfter, "refilled requests spent: RetryAfter = one interval")
+			h.atMost(qInterval, d.RetryAfter, "refilled requests spent: RetryAfter = one interval")
 		}},
 		{name: "RPMRetryAfterIsExactWhenTheLimitDoesNotDivideAMinute", limits: gate.Limits{RPM: qOddRPM}, run: func(h *quotaHarness) {
 			// One request refills every 222 222.2…µs: RetryAfter rounds up
 			// to the µs, and the retries land on exactly those µs.
-			for range qOddRPM {
-				h.granted(0)
-			}
-			d := h.rejected(0, gate.LimitRPM)
+			_, d, _ := h.exhaustRPM(qOddRPM)
 			if h.clk.Slack() == 0 {
 				assert.Equal(h.t, ceilMicro(time.Minute, qOddRPM), d.RetryAfter, "RPM %d: RetryAfter", qOddRPM)
 			}
@@ -74,7 +64,7 @@ func quotaRateCases() []quotaCase {
 			h.granted(qTPM)
 			h.exactRetry(h.rejected(qTokens, gate.LimitTPM), qTokens, gate.LimitTPM)
 			d := h.rejected(qTokens, gate.LimitTPM)
-			h.near(qTPMWait, d.RetryAfter, "after the retry took the refilled tokens: RetryAfter = their refill time")
+			h.atMost(qTPMWait, d.RetryAfter, "after the retry took the refilled tokens: RetryAfter = their refill time")
 		}},
 		{name: "TPMRetryAfterIsExactWhenTheLimitDoesNotDivideAMinute", limits: gate.Limits{TPM: qOddTPM}, run: func(h *quotaHarness) {
 			// 1 234 567 TPM: a token refills every 48.6…µs.
