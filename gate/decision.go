@@ -48,6 +48,9 @@ type Snapshot struct {
 	// OpenUntil is the end of the current Open phase; zero unless Open.
 	OpenUntil time.Time
 	// RetryAfter follows the pinned contract; an Open record whose cooldown
-	// has passed reports 0.
+	// has passed reports 0, and so does a record forced Open.
 	RetryAfter time.Duration
+	// Forced is the operator's override (ForceNone when there is none); see
+	// Forcer.
+	Forced Force
 }

@@ -50,6 +50,7 @@ type record struct {
 	cooldown    time.Duration // cooldown of the next or current Open phase
 	openUntil   time.Time
 	leases      []lease
+	forced      gate.Force // operator override (force.go)
 }
 
 type lease struct {
@@ -88,6 +89,10 @@ func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, err
 	}
 	now := b.clock.Now()
 	if r.state == gate.Open {
+		if r.forced == gate.ForceOpen {
+			// No certain end: the operator may lift it at any moment.
+			return gate.Decision{State: gate.Open}, nil
+		}
 		if now.Before(r.openUntil) {
 			return gate.Decision{State: gate.Open, RetryAfter: r.openUntil.Sub(now)}, nil
 		}
@@ -127,8 +132,11 @@ func (b *Breaker) Record(_ context.Context, source string, d gate.Decision, o ga
 	if r.state == gate.HalfOpen {
 		r.expireLeases(now)
 	}
-	if !d.Allowed {
+	if !d.Allowed || r.forced == gate.ForceOpen {
 		return r.update(false, now), nil
+	}
+	if o == gate.Fatal && r.forced == gate.ForceClosed {
+		o = gate.Failure // counted, never trips
 	}
 	if o == gate.Fatal {
 		b.fatal(r, now)
@@ -150,7 +158,7 @@ func (b *Breaker) Record(_ context.Context, source string, d gate.Decision, o ga
 			if b.width > 0 {
 				r.win.add(now, b.width, true)
 			}
-			if b.trips(r, now) {
+			if b.trips(r, now) && r.forced != gate.ForceClosed {
 				r.open(now, r.cooldown)
 			}
 		}
@@ -211,6 +219,7 @@ func (b *Breaker) Snapshot(_ context.Context, source string) (gate.Snapshot, err
 		ProbeSuccesses:      r.probeOK,
 		Cooldown:            r.cooldown,
 		RetryAfter:          r.remaining(now),
+		Forced:              r.forced,
 	}
 	if b.width > 0 && r.state == gate.Closed {
 		s.WindowCalls, s.WindowFailures = r.win.counts(now, b.width)

@@ -1,0 +1,44 @@
+package gate_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+func TestForceNamesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want gate.Force
+		name string
+	}{
+		{"open", gate.ForceOpen, "open"},
+		{"closed", gate.ForceClosed, "closed"},
+		{"close", gate.ForceClosed, "closed"},
+		{"none", gate.ForceNone, "none"},
+		{"reset", gate.ForceNone, "none"},
+	} {
+		f, err := gate.ParseForce(tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, f, tc.in)
+		assert.Equal(t, tc.name, f.String())
+		assert.True(t, f.Valid())
+	}
+}
+
+func TestParseForceRejectsUnknownNames(t *testing.T) {
+	_, err := gate.ParseForce("half_open")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"half_open"`)
+	assert.Contains(t, err.Error(), "legal: open, closed, none")
+	assert.False(t, gate.Force(3).Valid())
+	assert.Equal(t, "force(3)", gate.Force(3).String())
+}
+
+func TestForceErrorNamesSourceAndLegalValues(t *testing.T) {
+	err := &gate.ForceError{Source: "openai", Force: 7}
+	assert.Equal(t, `pgw/gate: Force("openai"): unknown force 7 (legal: 0 none, 1 open, 2 closed)`, err.Error())
+}
