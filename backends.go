@@ -1,0 +1,147 @@
+package pgw
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+	"github.com/pgw-go/pgw/gate/redis"
+)
+
+// newRedisClient builds the client of PGW_REDIS_URL, or of
+// PGW_REDIS_CLUSTER_ADDRS with the URL's credentials and options. Gate
+// scripts are not idempotent, so a command whose reply was lost is not
+// retried (MaxRetries -1) unless the URL asks for retries.
+func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
+	o, err := goredis.ParseURL(rs.URL.Reveal())
+	if err != nil {
+		// Validated settings never get here; the go-redis error may quote
+		// the URL, so it is not passed on.
+		return nil, &ConfigError{Problems: []ConfigProblem{{Key: "PGW_REDIS_URL", Value: config.Redacted,
+			Legal: "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"}}}
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = -1
+	}
+	if len(rs.ClusterAddrs) == 0 {
+		return goredis.NewClient(o), nil
+	}
+	return goredis.NewUniversalClient(&goredis.UniversalOptions{
+		Addrs:           rs.ClusterAddrs,
+		IsClusterMode:   true,
+		ClientName:      o.ClientName,
+		Protocol:        o.Protocol,
+		Username:        o.Username,
+		Password:        o.Password,
+		MaxRetries:      o.MaxRetries,
+		MinRetryBackoff: o.MinRetryBackoff,
+		MaxRetryBackoff: o.MaxRetryBackoff,
+		DialTimeout:     o.DialTimeout,
+		ReadTimeout:     o.ReadTimeout,
+		WriteTimeout:    o.WriteTimeout,
+		PoolFIFO:        o.PoolFIFO,
+		PoolSize:        o.PoolSize,
+		PoolTimeout:     o.PoolTimeout,
+		MinIdleConns:    o.MinIdleConns,
+		MaxIdleConns:    o.MaxIdleConns,
+		MaxActiveConns:  o.MaxActiveConns,
+		ConnMaxIdleTime: o.ConnMaxIdleTime,
+		ConnMaxLifetime: o.ConnMaxLifetime,
+		TLSConfig:       o.TLSConfig,
+	}), nil
+}
+
+// scopeGates are the breaker and quota gates of one scope.
+type scopeGates struct {
+	breaker gate.ProviderGate
+	quota   gate.QuotaGate // nil: no source of the scope is limited
+	preload []func(context.Context) error
+}
+
+// buildGates builds sc's gates on the backends s names.
+func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient, log *slog.Logger) (scopeGates, error) {
+	var g scopeGates
+	policy := sc.Policy()
+	limits := make(map[string]gate.Limits, len(sc.Sources))
+	for _, src := range sc.Sources {
+		if l := src.Limits(); !l.Unlimited() {
+			limits[src.Name] = l
+		}
+	}
+	local := func() (gate.ProviderGate, error) { return memory.NewBreaker(policy) }
+	var down redis.Mode
+	if s.BreakerBackend == config.BackendRedis || s.QuotaBackend == config.BackendRedis {
+		var err error
+		if down, err = redis.ParseMode(string(s.Redis.Down)); err != nil {
+			return g, err
+		}
+	}
+
+	switch s.BreakerBackend {
+	case config.BackendNoop:
+		g.breaker = gate.Noop{}
+	case config.BackendRedis:
+		rb, err := redis.NewBreaker(rc, sc.Name, policy, redis.WithPrefix(s.Redis.Prefix))
+		if err != nil {
+			return g, err
+		}
+		g.preload = append(g.preload, rb.Preload)
+		g.breaker = rb
+		if down == redis.FailOpen {
+			mb, err := local()
+			if err != nil {
+				return g, err
+			}
+			if g.breaker, err = redis.NewFailover(rb, mb, down, log); err != nil {
+				return g, err
+			}
+		}
+	default:
+		mb, err := local()
+		if err != nil {
+			return g, err
+		}
+		g.breaker = mb
+	}
+
+	if len(limits) == 0 {
+		return g, nil
+	}
+	mq, err := memory.NewQuota(limits)
+	if err != nil {
+		return g, err
+	}
+	if s.QuotaBackend != config.BackendRedis {
+		g.quota = mq
+		return g, nil
+	}
+	rq, err := redis.NewQuota(rc, sc.Name, limits, redis.WithPrefix(s.Redis.Prefix))
+	if err != nil {
+		return g, err
+	}
+	g.preload = append(g.preload, rq.Preload)
+	g.quota = rq
+	if down == redis.FailOpen {
+		g.quota = &quotaFailover{primary: rq, fallback: mq, log: log, every: redis.DefaultRetryInterval}
+	}
+	return g, nil
+}
+
+// newPacer is the chat scope's AIMD pacer over its sources.
+func newPacer(sc config.ScopeSettings) (*admission.Pacer, error) {
+	names := make([]string, len(sc.Sources))
+	for i, src := range sc.Sources {
+		names[i] = src.Name
+	}
+	p, err := admission.NewPacer(names, admission.PacerConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("pgw: scope %q: %w", sc.Name, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,55 @@
+package pgw
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pgw-go/pgw/retry"
+)
+
+// Call runs fn as one governed call in scope — any configured scope, e.g. one
+// listed as PGW_SCOPES=CHAT,RERANK with RERANK__SOURCES set — with the same
+// admission, breaker, quotas, retries, fail-over and stall budget as the
+// typed methods. fn is one attempt on one source: it gets a ctx bounded by
+// the source's TIMEOUT_S and returns its value, the tokens it used (zero when
+// unknown) and an error. Return a *HTTPError for an upstream HTTP failure so
+// that it is classified (SPEC §7: 429 throttles, 5xx fails over, 401/403 open
+// the breaker, 400/404/413/422 return at once); any other error is an
+// ordinary failure, and a done ctx a cancellation. A panic in fn gives back
+// what the attempt held and is re-raised.
+func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(ctx context.Context, src Source) (T, Usage, error)) (T, error) {
+	var zero T
+	if gw == nil {
+		return zero, errors.New("pgw: Call with a nil *GatewayClient")
+	}
+	if fn == nil {
+		return zero, errors.New("pgw: Call with a nil function")
+	}
+	sc, err := gw.scope(scope)
+	if err != nil {
+		return zero, err
+	}
+	cctx, done, err := gw.enter(ctx, scope)
+	if err != nil {
+		return zero, err
+	}
+	defer done()
+	ci := callInfoOf(cctx)
+	v, err := retry.Run(cctx, sc.loop, 0, func(actx context.Context, src Source) (T, Usage, error) {
+		rec := AttemptRecord{Scope: scope, Source: src.Name, Attempt: int(ci.attempts.Add(1)), Start: time.Now()}
+		finished := false
+		defer func() {
+			if !finished { // fn panicked: reported as a failure, the panic goes on
+				rec.Outcome, rec.Latency = OutcomeFailure, time.Since(rec.Start)
+				gw.rep.attempt(actx, rec)
+			}
+		}()
+		v, u, err := fn(actx, src)
+		finished = true
+		rec.Outcome, rec.Err, rec.Latency, rec.Usage = outcomeOf(ci.ctx, err), err, time.Since(rec.Start), u
+		gw.rep.attempt(actx, rec)
+		return v, u, err
+	})
+	return v, gw.closedErr(ctx, cctx, err)
+}

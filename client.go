@@ -1,0 +1,440 @@
+package pgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/openai"
+	"github.com/pgw-go/pgw/retry"
+)
+
+// ErrClosed is returned by every call made after GatewayClient.Close, and by
+// calls that Close interrupted.
+var ErrClosed = errors.New("pgw: gateway client is closed")
+
+// GatewayClient makes governed calls to the upstreams of its scopes: every
+// call goes through admission (memo, breaker, quota, pacer), retries with
+// backoff and fail-over, and the scope's stall budget (SPEC §6–7). Build one
+// per process with New or NewFromEnv, share it, and Close it at shutdown.
+// Safe for concurrent use, Close included.
+type GatewayClient struct {
+	scopes map[string]*scope
+	names  []string // configured scopes, in settings order
+	rep    *reporter
+	log    *slog.Logger
+
+	redis    goredis.UniversalClient // closed by Close when ownRedis
+	ownRedis bool
+	httpPool *openai.Client // the default transports' pool, when the gateway made it
+
+	life context.Context // cancelled (cause ErrClosed) by Close
+	kill context.CancelCauseFunc
+
+	mu      sync.RWMutex
+	closed  bool
+	calls   sync.WaitGroup // calls and streams in flight
+	streams map[*Stream]struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// scope is one configured scope: its loop and the typed loops over it.
+type scope struct {
+	name    string
+	loop    *retry.Loop
+	breaker *observedGate
+	chat    *retry.Chat
+	embed   *retry.Embed
+	ocr     *retry.OCR
+}
+
+// NewFromEnv builds a GatewayClient from the environment (config.FromEnv,
+// SPEC §9). Invalid settings return one *ConfigError listing every bad key.
+func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
+	s, err := config.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, *s, opts...)
+}
+
+// New builds a GatewayClient from s: one breaker gate, quota gate, admission
+// and loop per scope, on the backends s names (memory, redis, noop). Zero
+// fields of s mean their defaults; invalid settings return one *ConfigError
+// listing every problem.
+//
+// With a redis backend, New loads the gate scripts, bounded by ctx: when
+// Redis does not answer, PGW_REDIS_DOWN=fail_closed makes New fail with an
+// error matching redis.ErrUnreachable, and fail_open logs a warning and
+// serves from local gates until Redis answers.
+func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	s = s.WithDefaults()
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	g := &GatewayClient{
+		scopes:  make(map[string]*scope, len(s.Scopes)),
+		rep:     &reporter{log: o.logger, obs: o.observer},
+		log:     o.logger,
+		streams: map[*Stream]struct{}{},
+	}
+	g.life, g.kill = context.WithCancelCause(context.Background())
+
+	usesRedis := s.BreakerBackend == config.BackendRedis || s.QuotaBackend == config.BackendRedis
+	if usesRedis {
+		g.redis = o.redis
+		if g.redis == nil {
+			rc, err := newRedisClient(s.Redis)
+			if err != nil {
+				return nil, err
+			}
+			g.redis, g.ownRedis = rc, true
+		}
+	}
+	fail := func(err error) (*GatewayClient, error) {
+		g.release()
+		return nil, err
+	}
+
+	chat, embed, ocr := o.chat, o.embed, o.ocr
+	if chat == nil || embed == nil || ocr == nil {
+		def := openai.New(openai.WithHTTPClient(o.httpClient))
+		if o.httpClient == nil {
+			g.httpPool = def // its own pool: Close closes its idle connections
+		}
+		if chat == nil {
+			chat = def
+		}
+		if embed == nil {
+			embed = def
+		}
+		if ocr == nil {
+			ocr = def
+		}
+	}
+	chat = observedChat{tr: chat, rep: g.rep}
+	embed = observedEmbed{tr: embed, rep: g.rep}
+	ocr = observedOCR{tr: ocr, rep: g.rep}
+
+	var preload []func(context.Context) error
+	for _, sc := range s.Scopes {
+		gates, err := buildGates(&s, sc, g.redis, o.logger)
+		if err != nil {
+			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
+		}
+		if len(preload) == 0 {
+			preload = gates.preload // the scripts are the same for every scope
+		}
+		og := newObservedGate(gates.breaker, sc.Name, sc.Sources, g.rep)
+		cfg := retry.Config{
+			Scope:   sc,
+			Breaker: og,
+			Quota:   gates.quota,
+			Backoff: o.backoff,
+			Logger:  o.logger,
+		}
+		if sc.Name == ScopeChat {
+			p, err := newPacer(sc)
+			if err != nil {
+				return fail(err)
+			}
+			cfg.Pacer = p
+		}
+		loop, err := retry.New(cfg)
+		if err != nil {
+			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
+		}
+		sp := &scope{name: sc.Name, loop: loop, breaker: og}
+		switch sc.Name {
+		case ScopeChat:
+			sp.chat = retry.NewChat(loop, chat, retry.ChatOptions{FirstTokenTimeout: o.firstToken})
+		case ScopeEmbedding:
+			sp.embed = retry.NewEmbed(loop, embed, o.concurrent)
+		case ScopeOCR:
+			sp.ocr = retry.NewOCR(loop, ocr, o.concurrent)
+		}
+		g.scopes[sc.Name] = sp
+		g.names = append(g.names, sc.Name)
+	}
+
+	for _, load := range preload {
+		err := load(ctx)
+		if err == nil {
+			continue
+		}
+		if s.Redis.Down == config.RedisFailClosed || ctx.Err() != nil {
+			return fail(fmt.Errorf("pgw: loading the gate scripts into redis: %w", err))
+		}
+		o.logger.Warn("pgw: redis unreachable at start; gates serve from local memory until it answers",
+			"mode", string(s.Redis.Down), "error", err.Error())
+		break
+	}
+	return g, nil
+}
+
+// Scopes returns the names of the configured scopes, in settings order.
+func (g *GatewayClient) Scopes() []string { return append([]string(nil), g.names...) }
+
+// Chat runs a governed chat completion in the CHAT scope and collects the
+// streamed answer. Retries and fail-over happen before the first chunk;
+// a stream cut after it is returned as an error.
+func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	sc, err := g.typed(ScopeChat)
+	if err != nil {
+		return ChatResponse{}, err
+	}
+	cctx, done, err := g.enter(ctx, ScopeChat)
+	if err != nil {
+		return ChatResponse{}, err
+	}
+	defer done()
+	resp, err := sc.chat.Complete(cctx, req)
+	return resp, g.closedErr(ctx, cctx, err)
+}
+
+// ChatStream opens a governed streamed chat completion in the CHAT scope. It
+// returns once the first chunk has arrived; until then the call retries and
+// fails over, after it a failure is returned by Recv. The stream holds its
+// source's admission (probe lease, quota permit, pacer slot) until it ends:
+// read it to io.EOF or Close it. ctx bounds the whole stream.
+func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Stream, error) {
+	sc, err := g.typed(ScopeChat)
+	if err != nil {
+		return nil, err
+	}
+	cctx, done, err := g.enter(ctx, ScopeChat)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sc.chat.Stream(cctx, req)
+	if err != nil {
+		done()
+		return nil, g.closedErr(ctx, cctx, err)
+	}
+	s := &Stream{g: g, st: st, ctx: ctx, cctx: cctx, done: done}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		_ = s.Close()
+		return nil, ErrClosed
+	}
+	g.streams[s] = struct{}{}
+	g.mu.Unlock()
+	return s, nil
+}
+
+// Embed runs a governed embedding call in the EMBEDDING scope: inputs beyond
+// the smallest BATCH_SIZE of the scope's sources are split into sub-batches,
+// each its own governed call, run concurrently (WithConcurrency); vectors
+// come back in input order. When some sub-batches fail, the others' vectors
+// are returned with a *BatchError.
+func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
+	sc, err := g.typed(ScopeEmbedding)
+	if err != nil {
+		return EmbedResponse{}, err
+	}
+	cctx, done, err := g.enter(ctx, ScopeEmbedding)
+	if err != nil {
+		return EmbedResponse{}, err
+	}
+	defer done()
+	resp, err := sc.embed.Embed(cctx, req)
+	return resp, g.closedErr(ctx, cctx, err)
+}
+
+// OCR runs a governed OCR call in the OCR scope: one image, one attempt at a
+// time.
+func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, error) {
+	sc, err := g.typed(ScopeOCR)
+	if err != nil {
+		return OCRResponse{}, err
+	}
+	cctx, done, err := g.enter(ctx, ScopeOCR)
+	if err != nil {
+		return OCRResponse{}, err
+	}
+	defer done()
+	resp, err := sc.ocr.OCR(cctx, req)
+	return resp, g.closedErr(ctx, cctx, err)
+}
+
+// OCRPages reads every page in the OCR scope, pages concurrently
+// (WithConcurrency), each its own governed call; results are in page order.
+// When some pages fail, the others are returned with a *BatchError.
+func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCRResponse, error) {
+	sc, err := g.typed(ScopeOCR)
+	if err != nil {
+		return nil, err
+	}
+	cctx, done, err := g.enter(ctx, ScopeOCR)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := sc.ocr.Pages(cctx, pages)
+	return resp, g.closedErr(ctx, cctx, err)
+}
+
+// Snapshot reads the breaker record of one source of a scope, without moving
+// it (with the Redis backend: one round trip).
+func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) (Snapshot, error) {
+	sc, err := g.scope(scopeName)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if _, ok := sc.breaker.states[source]; !ok {
+		return Snapshot{}, fmt.Errorf("pgw: scope %q has no source %q", scopeName, source)
+	}
+	cctx, done, err := g.enter(ctx, scopeName)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer done()
+	snap, err := sc.breaker.Snapshot(cctx, source)
+	return snap, g.closedErr(ctx, cctx, err)
+}
+
+// Admission returns the admission of a scope, for inspection (its memo, its
+// sources' cooldowns) and for callers that build their own loops.
+func (g *GatewayClient) Admission(scopeName string) (*admission.SourceAdmission, error) {
+	sc, err := g.scope(scopeName)
+	if err != nil {
+		return nil, err
+	}
+	return sc.loop.Admission(), nil
+}
+
+// Close releases everything the gateway holds. Calls in flight are
+// interrupted (they return ErrClosed) and open streams are closed; Close
+// waits for them to give back their admissions, then closes the Redis client
+// it created and the idle connections of its default transports. Calls made
+// after Close return ErrClosed. Close is idempotent: later calls return the
+// first call's result. A Call function that ignores its ctx delays Close
+// until it returns.
+func (g *GatewayClient) Close() error {
+	g.closeOnce.Do(func() {
+		g.mu.Lock()
+		g.closed = true
+		streams := make([]*Stream, 0, len(g.streams))
+		for s := range g.streams {
+			streams = append(streams, s)
+		}
+		g.mu.Unlock()
+		g.kill(ErrClosed)
+		for _, s := range streams {
+			_ = s.Close()
+		}
+		g.calls.Wait()
+		g.closeErr = g.release()
+	})
+	return g.closeErr
+}
+
+// release closes what the gateway created.
+func (g *GatewayClient) release() error {
+	g.kill(ErrClosed)
+	var err error
+	if g.ownRedis && g.redis != nil {
+		if e := g.redis.Close(); e != nil && !errors.Is(e, goredis.ErrClosed) {
+			err = fmt.Errorf("pgw: closing the redis client: %w", e)
+		}
+	}
+	if g.httpPool != nil {
+		g.httpPool.CloseIdleConnections()
+	}
+	return err
+}
+
+// enter registers a call. It returns the call's context — ctx, also
+// cancelled by Close, carrying the scope for the observed transports — and
+// the function that ends the call.
+func (g *GatewayClient) enter(ctx context.Context, scopeName string) (context.Context, func(), error) {
+	if ctx == nil {
+		return nil, nil, errors.New("pgw: nil context")
+	}
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return nil, nil, ErrClosed
+	}
+	g.calls.Add(1)
+	g.mu.RUnlock()
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(g.life, func() { cancel(ErrClosed) })
+	cctx, _ = withCallInfo(cctx, scopeName)
+	var once sync.Once
+	return cctx, func() {
+		once.Do(func() {
+			stop()
+			cancel(nil)
+			g.calls.Done()
+		})
+	}, nil
+}
+
+// closedErr reports ErrClosed for a call that Close interrupted: its own
+// ctx still live, the call's ctx done, the gateway closed. Any other error
+// passes unchanged.
+func (g *GatewayClient) closedErr(ctx, cctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil && g.isClosed() {
+		return ErrClosed
+	}
+	return err
+}
+
+func (g *GatewayClient) isClosed() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.closed
+}
+
+// typed returns the scope of a typed method, with an error naming the key
+// to set when it is not configured.
+func (g *GatewayClient) typed(name string) (*scope, error) {
+	if g == nil {
+		return nil, errors.New("pgw: nil *GatewayClient")
+	}
+	return g.scope(name)
+}
+
+func (g *GatewayClient) scope(name string) (*scope, error) {
+	if sc := g.scopes[name]; sc != nil {
+		return sc, nil
+	}
+	return nil, &UnknownScopeError{Scope: name, Configured: g.Scopes()}
+}
+
+// UnknownScopeError is returned by a call to a scope that is not configured:
+// not listed in PGW_SCOPES, or without {SCOPE}__SOURCES.
+type UnknownScopeError struct {
+	// Scope is the name asked for.
+	Scope string
+	// Configured are the configured scopes.
+	Configured []string
+}
+
+// Code returns "PGW-SCOPE".
+func (e *UnknownScopeError) Code() string { return CodeUnknownScope }
+
+func (e *UnknownScopeError) Error() string {
+	return fmt.Sprintf("pgw: scope %q is not configured (configured: %s); list it in PGW_SCOPES and set %s__SOURCES",
+		e.Scope, strings.Join(e.Configured, ", "), e.Scope)
+}
+
+// CodeUnknownScope is the code of UnknownScopeError.
+const CodeUnknownScope = "PGW-SCOPE"

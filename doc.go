@@ -1,0 +1,36 @@
+// Package pgw makes governed calls to upstream LLM chat, embedding and OCR
+// providers: every call goes through admission (which source may run now),
+// a per-source circuit breaker, per-source rate quotas, adaptive pacing,
+// retries with backoff and source fail-over, and a bounded stall budget.
+// State lives in process memory by default and in Redis when several
+// processes must share it.
+//
+// Configure it with environment variables, per scope (see package config and
+// docs/USAGE.md):
+//
+//	CHAT__SOURCES=primary,backup
+//	CHAT__PRIMARY__BASE_URL=https://api.example.com/v1
+//	CHAT__PRIMARY__API_KEY=sk-…
+//	CHAT__BACKUP__BASE_URL=https://backup.example.com/v1
+//	CHAT__BACKUP__PRIORITY=1
+//
+// then build one GatewayClient per process and share it:
+//
+//	gw, err := pgw.NewFromEnv(ctx)
+//	if err != nil { … } // a *pgw.ConfigError lists every bad key
+//	defer gw.Close()
+//	resp, err := gw.Chat(ctx, pgw.ChatRequest{Messages: []pgw.Message{{Role: "user", Content: "hi"}}})
+//
+// Chat and ChatStream run in the CHAT scope, Embed in EMBEDDING, OCR in OCR;
+// Call runs any function as a governed call in any configured scope. The
+// default transports speak the OpenAI-compatible HTTP API (package openai);
+// any SDK plugs in through ChatTransport, EmbedTransport and OCRTransport.
+//
+// A scope with a single source should set {SCOPE}__CIRCUIT_OPEN=wait: with
+// the default fail_fast, the moment its one breaker opens every call fails
+// with *CircuitOpenError until the cooldown ends.
+//
+// The errors that end a call (CircuitOpenError, AllSourcesExhausted,
+// GatewayUnavailableError) mean that the library's call-level retrying is
+// over; see errors.go.
+package pgw

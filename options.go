@@ -1,0 +1,98 @@
+package pgw
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Option configures a GatewayClient (New, NewFromEnv).
+type Option func(*options)
+
+type options struct {
+	logger     *slog.Logger
+	observer   Observer
+	chat       ChatTransport
+	embed      EmbedTransport
+	ocr        OCRTransport
+	httpClient *http.Client
+	redis      goredis.UniversalClient
+	backoff    Backoff
+	firstToken time.Duration
+	concurrent int
+}
+
+// WithLogger sets the logger of the gateway and everything it builds
+// (default slog.Default()). Waits, Redis outages and breaker state changes
+// are logged at Info or Warn; every attempt at Debug. A nil logger keeps the
+// default.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithObserver makes the gateway report every attempt and every breaker
+// state change it sees to obs (see Observer). A nil obs reports nothing.
+func WithObserver(obs Observer) Option {
+	return func(o *options) { o.observer = obs }
+}
+
+// WithChatTransport replaces the default OpenAI-compatible chat transport
+// (used by Chat and ChatStream) with tr, e.g. an adapter over a vendor SDK.
+// The gateway does not close it.
+func WithChatTransport(tr ChatTransport) Option {
+	return func(o *options) { o.chat = tr }
+}
+
+// WithEmbedTransport replaces the default embedding transport (Embed).
+func WithEmbedTransport(tr EmbedTransport) Option {
+	return func(o *options) { o.embed = tr }
+}
+
+// WithOCRTransport replaces the default OCR transport (OCR, OCRPages).
+func WithOCRTransport(tr OCRTransport) Option {
+	return func(o *options) { o.ocr = tr }
+}
+
+// WithHTTPClient makes the default transports send through hc instead of a
+// connection pool of their own. hc should have no Timeout: the gateway bounds
+// every attempt by the source's TIMEOUT_S through the request's context, and
+// an http.Client Timeout would cut long streamed answers. The gateway does
+// not close hc's idle connections on Close; it does close its own pool's.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *options) { o.httpClient = hc }
+}
+
+// WithRedisClient makes the redis backends use c (a single node, a cluster
+// or a sentinel-backed client) instead of a client built from
+// PGW_REDIS_URL / PGW_REDIS_CLUSTER_ADDRS. The gateway does not close c.
+// Scripts are not idempotent: give c MaxRetries -1 for at-most-once gate
+// operations (the client the gateway builds itself has it).
+func WithRedisClient(c goredis.UniversalClient) Option {
+	return func(o *options) { o.redis = c }
+}
+
+// WithBackoff sets the backoff between failed attempts of a call (default:
+// base 200 ms, cap 10 s, full jitter). Zero fields keep their defaults.
+func WithBackoff(b Backoff) Option {
+	return func(o *options) { o.backoff = b }
+}
+
+// WithFirstTokenTimeout bounds the wait for the first chunk of each chat
+// attempt: a source that sends nothing for d counts as a failure and the call
+// fails over. 0 (the default) leaves only the source's TIMEOUT_S, which bounds
+// the whole stream.
+func WithFirstTokenTimeout(d time.Duration) Option {
+	return func(o *options) { o.firstToken = max(d, 0) }
+}
+
+// WithConcurrency bounds the embedding sub-batches and OCR pages one call
+// runs at once (default 4).
+func WithConcurrency(n int) Option {
+	return func(o *options) { o.concurrent = max(n, 0) }
+}

@@ -1,0 +1,82 @@
+package pgw
+
+import (
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/retry"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// The names callers use, re-exported from the packages that define them.
+// Each is a type alias: a pgw.Source is a config.Source, a pgw.ChatRequest a
+// transport.ChatRequest, and so on, so values pass between the packages
+// without conversion.
+type (
+	// Settings is the whole configuration of a gateway (config.Settings):
+	// build it with config.FromEnv / FromMap / FromLookup, or in code.
+	Settings = config.Settings
+	// ScopeSettings is one scope's sources and policy.
+	ScopeSettings = config.ScopeSettings
+	// Source is one upstream of a scope: Name, BaseURL, APIKey, Model,
+	// Timeout, RPM, TPM, MaxInFlight, Weight, Priority, BatchSize. Printing
+	// it never shows the API key.
+	Source = config.Source
+	// Secret holds a credential that never prints (config.Secret).
+	Secret = config.Secret
+
+	// Usage is the token count of one call (PromptTokens, CompletionTokens,
+	// TotalTokens).
+	Usage = transport.Usage
+	// Message is one chat message (Role, Content).
+	Message = transport.Message
+	// ChatRequest is a chat completion request.
+	ChatRequest = transport.ChatRequest
+	// ChatChunk is one piece of a streamed answer.
+	ChatChunk = transport.ChatChunk
+	// ChatResponse is a collected chat answer, with the source that gave it.
+	ChatResponse = transport.ChatResponse
+	// EmbedRequest asks for one vector per input.
+	EmbedRequest = transport.EmbedRequest
+	// EmbedResponse holds vectors in input order.
+	EmbedResponse = transport.EmbedResponse
+	// OCRRequest carries one image.
+	OCRRequest = transport.OCRRequest
+	// OCRResponse is the text read from one image.
+	OCRResponse = transport.OCRResponse
+
+	// ChatStream is what a ChatTransport returns: chunks until io.EOF, then
+	// Close. The gateway's own stream is *Stream, which implements it.
+	ChatStream = transport.ChatStream
+	// ChatTransport opens a streamed chat completion on one source; plug an
+	// SDK in with WithChatTransport.
+	ChatTransport = transport.ChatTransport
+	// EmbedTransport embeds one batch on one source (WithEmbedTransport).
+	EmbedTransport = transport.EmbedTransport
+	// OCRTransport reads one image on one source (WithOCRTransport).
+	OCRTransport = transport.OCRTransport
+
+	// Backoff is the backoff between failed attempts of a call: exponential,
+	// full jitter, capped (WithBackoff).
+	Backoff = retry.Backoff
+	// State is a breaker state: StateClosed, StateOpen or StateHalfOpen.
+	State = gate.State
+	// Snapshot is a read-only view of one source's breaker record
+	// (GatewayClient.Snapshot).
+	Snapshot = gate.Snapshot
+)
+
+// The breaker states, as in package gate.
+const (
+	StateClosed   = gate.Closed
+	StateOpen     = gate.Open
+	StateHalfOpen = gate.HalfOpen
+)
+
+// The scopes the typed methods use: Chat and ChatStream run in ScopeChat,
+// Embed in ScopeEmbedding, OCR and OCRPages in ScopeOCR. Call runs in any
+// configured scope.
+const (
+	ScopeChat      = "CHAT"
+	ScopeEmbedding = "EMBEDDING"
+	ScopeOCR       = "OCR"
+)
