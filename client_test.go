@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pgw-go/pgw"
 	"github.com/pgw-go/pgw/internal/testutil"
+	"github.com/pgw-go/pgw/retry"
 )
 
 func TestChatStreamDeliversChunksAsTheyArriveAndChatCollects(t *testing.T) {
@@ -445,4 +447,108 @@ func TestNewValidatesSettingsBuiltInCode(t *testing.T) {
 		keys = append(keys, p.Key)
 	}
 	assert.ElementsMatch(t, []string{"PGW_BREAKER_BACKEND", "CHAT__CIRCUIT_OPEN", "CHAT__A__BASE_URL"}, keys)
+}
+
+func TestNoopBreakerNeverOpensAndTheAttemptBudgetEndsTheCall(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	up.SetDefault(testutil.Chat, testutil.Reply{Status: http.StatusBadGateway})
+	gw, rec := newGateway(t, map[string]string{
+		"PGW_BREAKER_BACKEND":     "noop",
+		"PGW_SCOPES":              "CHAT",
+		"CHAT__SOURCES":           "a",
+		"CHAT__FAILURE_THRESHOLD": "1",
+		"CHAT__MAX_ATTEMPTS":      "3",
+		"CHAT__A__BASE_URL":       up.URL,
+	})
+	_, err := gw.Chat(context.Background(), hello())
+	var gue *pgw.GatewayUnavailableError
+	require.ErrorAs(t, err, &gue)
+	assert.Equal(t, 3, gue.Attempts)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, http.StatusBadGateway, he.StatusCode)
+	assert.Equal(t, 3, up.Requests(testutil.Chat))
+	assert.Empty(t, rec.Transitions())
+}
+
+func TestFirstTokenTimeoutFailsOverToAnotherSource(t *testing.T) {
+	slow, fast := testutil.NewUpstream(t), testutil.NewUpstream(t)
+	slow.SetDefault(testutil.Chat, testutil.Reply{FirstTokenDelay: time.Minute})
+	gw, rec := newGateway(t, map[string]string{
+		"PGW_SCOPES":           "CHAT",
+		"CHAT__SOURCES":        "slow,fast",
+		"CHAT__SLOW__BASE_URL": slow.URL,
+		"CHAT__FAST__BASE_URL": fast.URL,
+		"CHAT__FAST__PRIORITY": "1",
+	}, pgw.WithFirstTokenTimeout(50*time.Millisecond))
+
+	resp, err := gw.Chat(context.Background(), hello())
+	require.NoError(t, err)
+	assert.Equal(t, "fast", resp.Source)
+	att := rec.Attempts()
+	require.Len(t, att, 2)
+	assert.Equal(t, pgw.OutcomeFailure, att[0].Outcome)
+	assert.ErrorIs(t, att[0].Err, retry.ErrFirstTokenTimeout)
+}
+
+func TestCloseIsSafeConcurrentlyWithCalls(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":             "CHAT,EMBEDDING",
+		"CHAT__SOURCES":          "a",
+		"CHAT__A__BASE_URL":      up.URL,
+		"CHAT__A__MAX_IN_FLIGHT": "4",
+		"EMBEDDING__SOURCES":     "a",
+		"EMBEDDING__A__BASE_URL": up.URL,
+	})
+	ctx := context.Background()
+	const callers = 16
+	started := make(chan struct{}, callers)
+	errs := make(chan error, callers*3)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			for range 3 {
+				var err error
+				if i%2 == 0 {
+					_, err = gw.Chat(ctx, hello())
+				} else {
+					_, err = gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}})
+				}
+				errs <- err
+			}
+		}()
+	}
+	for range callers {
+		<-started
+	}
+	closed := make(chan error, 2)
+	go func() { closed <- gw.Close() }()
+	go func() { closed <- gw.Close() }()
+	require.NoError(t, <-closed)
+	require.NoError(t, <-closed)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			assert.ErrorIs(t, err, pgw.ErrClosed)
+		}
+	}
+}
+
+func TestCallFunctionPanicIsReraisedAndReported(t *testing.T) {
+	gw, rec := newGateway(t, map[string]string{"PGW_SCOPES": "JOB", "JOB__SOURCES": "a"})
+	assert.PanicsWithValue(t, "boom", func() {
+		_, _ = pgw.Call(context.Background(), gw, "JOB", func(context.Context, pgw.Source) (int, pgw.Usage, error) {
+			panic("boom")
+		})
+	})
+	assert.Equal(t, []string{"a:failure"}, rec.Outcomes())
+	// The panic gave everything back: the next call runs.
+	v, err := pgw.Call(context.Background(), gw, "JOB", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
 }
