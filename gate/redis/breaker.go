@@ -165,8 +165,8 @@ func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, e
 	if err != nil {
 		return gate.Snapshot{}, wrapErr(ctx, "Snapshot", source, err)
 	}
-	if len(v) != 10 {
-		return gate.Snapshot{}, replyError("Snapshot", source, v, 10)
+	if len(v) != 11 {
+		return gate.Snapshot{}, replyError("Snapshot", source, v, 11)
 	}
 	st, err := state("Snapshot", source, v[0])
 	if err != nil {
@@ -182,8 +182,9 @@ func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, e
 		ProbesInFlight:      int(v[6]),
 		Cooldown:            micros(v[7]),
 		RetryAfter:          micros(v[9]),
+		Forced:              gate.Force(v[10]),
 	}
-	if st == gate.Open {
+	if st == gate.Open && v[8] > 0 { // a forced Open has no end
 		s.OpenUntil = time.UnixMicro(v[8])
 	}
 	return s, nil

@@ -50,6 +50,10 @@
 // Closed one at generation 0, which is the right answer for a source idle that
 // long.
 //
+// The one exception is a record an operator forced (Breaker.Force, pgw
+// open|close): it keeps no TTL until the override is cleared (ForceNone),
+// since an override that vanished on its own would surprise whoever set it.
+//
 // # Redis outages
 //
 // Errors that mean Redis could not serve match ErrUnreachable. Failover wraps

@@ -11,7 +11,10 @@
 --     cf   consecutive failures while Closed
 --     ps   probe successes in the current HalfOpen phase
 --     cd   cooldown (µs) of the next or current Open phase
---     ou   openUntil, server time in µs (meaningful while Open)
+--     ou   openUntil, server time in µs (meaningful while Open; 0 when
+--          forced Open: no end)
+--     fo   operator override (gate.Force): 0 none, 1 forced Open,
+--          2 forced Closed (force.lua); a forced record keeps no TTL
 --     w<i> c<i> f<i>  window ring slot i (0..9): bucket index, calls, failures
 --   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
 --     member = lease token, score = expiry in server µs
@@ -27,6 +30,7 @@
 -- Open moves on at now >= openUntil.
 
 local CLOSED, OPEN, HALF_OPEN = 0, 1, 2
+local FORCE_NONE, FORCE_OPEN, FORCE_CLOSED = 0, 1, 2
 local BUCKETS = 10
 local NPOLICY = 11
 
@@ -70,6 +74,7 @@ local function load(key)
   r.ps = r.ps or 0
   r.cd = r.cd or P.cooldown
   r.ou = r.ou or 0
+  r.fo = r.fo or FORCE_NONE
   return r
 end
 
@@ -79,7 +84,8 @@ local function set(r, field, value)
 end
 
 -- save writes the changed fields and refreshes the TTL of both keys (a record
--- in use never expires; see doc.go for the TTL choice).
+-- in use never expires; see doc.go for the TTL choice). A forced record keeps
+-- none: force.lua removed it, and an override lasts until it is cleared.
 local function save(r, keys)
   local args = {}
   for field in pairs(r.dirty) do
@@ -90,7 +96,7 @@ local function save(r, keys)
     redis.call('HSET', keys[1], unpack(args))
     r.exists = true
   end
-  if r.exists then
+  if r.exists and r.fo == FORCE_NONE then
     redis.call('PEXPIRE', keys[1], int(P.ttl))
     redis.call('PEXPIRE', keys[2], int(P.ttl))
   end

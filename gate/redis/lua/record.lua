@@ -24,8 +24,13 @@ if r.st == HALF_OPEN then
   expire_leases(KEYS, now)
 end
 -- A decision that was not allowed never ran: always a miss, even Fatal.
-if not allowed then
+-- Under a forced Open every outcome is a miss (gate.Forcer).
+if not allowed or r.fo == FORCE_OPEN then
   return reply(false)
+end
+-- Under a forced Closed a Fatal is counted as a Failure and trips nothing.
+if outcome == FATAL and r.fo == FORCE_CLOSED then
+  outcome = FAILURE
 end
 
 -- Fatal opens at once from any state, even for a stale decision: a bad
@@ -71,7 +76,7 @@ if r.st == CLOSED then
         trips = calls >= P.min_calls and failed >= P.rate * calls
       end
     end
-    if trips then
+    if trips and r.fo ~= FORCE_CLOSED then
       open(r, KEYS, now, r.cd)
     end
   end

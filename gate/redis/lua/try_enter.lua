@@ -11,6 +11,10 @@ if r.st == CLOSED then
 end
 
 if r.st == OPEN then
+  if r.fo == FORCE_OPEN then
+    -- Forced Open has no end: no certain wait (gate.Forcer).
+    return { 0, OPEN, 0, 0, 0 }
+  end
   if now < r.ou then
     return { 0, OPEN, r.ou - now, 0, 0 }
   end

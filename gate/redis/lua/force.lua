@@ -1,0 +1,31 @@
+-- force.lua: Forcer.Force(source, f), an operator's override (gate.Forcer).
+-- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
+-- ARGV[1..11] policy (see common.lua), then
+--   ARGV[12] force: 0 none (reset), 1 open, 2 closed
+-- Reply: the generation the Force started.
+-- Every Force is a transition: a new generation (seq keeps growing, so
+-- decisions granted before it stay fenced), counts, window and leases
+-- cleared. A forced Open has no end (ou 0: RetryAfter 0); forced Closed and
+-- the reset start a fresh Closed record with the policy's cooldown. A forced
+-- record keeps no TTL until it is reset, which gives the TTL back.
+local f = tonumber(ARGV[NPOLICY + 1])
+local r = load(KEYS[1])
+
+new_generation(r)
+set(r, 'fo', f)
+set(r, 'cf', 0)
+set(r, 'ps', 0)
+set(r, 'ou', 0)
+window_reset(r)
+redis.call('DEL', KEYS[2])
+if f == FORCE_OPEN then
+  set(r, 'st', OPEN) -- the cooldown stays for after the release
+else
+  set(r, 'st', CLOSED)
+  set(r, 'cd', P.cooldown)
+end
+save(r, KEYS)
+if f ~= FORCE_NONE then
+  redis.call('PERSIST', KEYS[1])
+end
+return r.gen
