@@ -27,7 +27,8 @@
 // script touches one cluster slot:
 //
 //	<prefix>:{<scope>:<source>}:cb      hash: state, generation, counts,
-//	                                     cooldown, openUntil, window ring
+//	                                     cooldown, openUntil, window ring,
+//	                                     operator override (fo)
 //	<prefix>:{<scope>:<source>}:probes  sorted set: probe lease token → expiry
 //
 // The prefix defaults to "pgw" (WithPrefix); the scope is lower-cased. The
