@@ -1,0 +1,50 @@
+// Package observe is how pgw reports what it does (SPEC §12): one event per
+// attempt, breaker state change, gate rejection, wait and call, handed to an
+// Observer. It is a low package — admission and retry call it, the root
+// package re-exports it — and depends on nothing outside the module, so the
+// Prometheus collector lives in its own sub-package (observe/prom).
+//
+// # Interfaces
+//
+// Observer is the small core every observer implements: attempt records and
+// state changes. The other events go to the optional interfaces
+// AttemptStartObserver, RejectionObserver, WaitObserver and CallObserver,
+// called only when the observer implements them (as net/http checks for
+// http.Flusher). Nop, Funcs, Multi, Async and the Prometheus collector
+// implement all of them (Full).
+//
+// # Delivery
+//
+// pgw calls an observer outside every lock of its own, on the goroutine of
+// the call the event belongs to, synchronously. The events of one call
+// therefore arrive in the order they happened: an attempt's start, its
+// record, then the state change its outcome caused, then the call's result.
+// Events of different calls may interleave; StateChange.Generation orders the
+// state changes of one source.
+//
+// A synchronous observer that blocks slows the calls that report to it.
+// Async(o, n) puts a bounded queue and one goroutine in front of o: a call
+// never waits on it, a full queue drops the event and counts it (Dropped),
+// and Close drains the queue and stops the goroutine. Wrap any observer that
+// does more than update counters in Async. One goroutine delivers, so the
+// order of one call's events survives the queue.
+//
+// # What each event means
+//
+//   - AttemptStart: an admitted attempt begins on a source (in-flight +1).
+//   - AttemptRecord: it ended (in-flight −1), with its outcome, HTTP status,
+//     latency, tokens and the upstream's Retry-After. A chat stream ends when
+//     its answer does, so its record comes when the stream ends.
+//   - Rejection: an admission round skipped a source, and why: the cooldown
+//     memo, the breaker, the quota, the pacer.
+//   - StateChange: this process saw a source's breaker in another state (or
+//     another operator override) than it last saw, in a gate answer. With a
+//     shared (Redis) gate the change may have been made by another process or
+//     an operator. It carries the gate's record right after the change and
+//     this process's outcome counts since the change before — the counts
+//     that caused it, which the gate itself clears at the transition.
+//   - WaitStart, WaitEnd: a call found no runnable source and waits (seed
+//     000 §6): why, per source, how long it expects to wait and how long it
+//     did.
+//   - CallResult: a governed call ended: success, or why not.
+package observe

@@ -1,0 +1,203 @@
+package observe
+
+import (
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// The values of AttemptRecord.Outcome: the classes of SPEC §7 (retry.Class
+// names), plus OutcomeAbandoned for a chat stream closed before its end.
+const (
+	OutcomeSuccess     = "success"
+	OutcomeFailure     = "failure"
+	OutcomeThrottle    = "throttle"
+	OutcomeFatal       = "fatal"
+	OutcomeCallerError = "caller_error"
+	OutcomeCanceled    = "canceled"
+	OutcomeAbandoned   = "abandoned"
+)
+
+// The values of CallResult.Result.
+const (
+	// ResultSuccess: the call delivered (for a chat stream: to its end).
+	ResultSuccess = "success"
+	// ResultCircuitOpen: every source was behind an open breaker and the
+	// scope fails fast (CircuitOpenError).
+	ResultCircuitOpen = "circuit_open"
+	// ResultQuotaExhausted: no source had quota and the scope fails fast.
+	ResultQuotaExhausted = "quota_exhausted"
+	// ResultStalled: the call waited out its stall budget.
+	ResultStalled = "stalled"
+	// ResultUnavailable: MAX_ATTEMPTS attempts failed.
+	ResultUnavailable = "unavailable"
+	// ResultCallerError: the upstream rejected the request itself (400,
+	// 404, 413, 422).
+	ResultCallerError = "caller_error"
+	// ResultCanceled: the caller's context ended the call.
+	ResultCanceled = "canceled"
+	// ResultAbandoned: a chat stream was closed before its end.
+	ResultAbandoned = "abandoned"
+	// ResultError: anything else — a gate that could not answer, a stream
+	// cut after its first chunk.
+	ResultError = "error"
+)
+
+// AttemptStart is an admitted attempt beginning on a source.
+type AttemptStart struct {
+	// Scope and Source name where the attempt runs.
+	Scope, Source string
+	// Attempt is the attempt's number within its call, from 1.
+	Attempt int
+	// Probe reports that the attempt holds a HalfOpen probe lease.
+	Probe bool
+	// At is when it began.
+	At time.Time
+}
+
+// AttemptRecord is one finished attempt of a governed call on one source.
+type AttemptRecord struct {
+	// Scope and Source name where the attempt ran.
+	Scope, Source string
+	// Attempt is the attempt's number within its call, from 1. Each part
+	// of a split call (embedding sub-batch, OCR page) is a call of its own.
+	Attempt int
+	// Outcome is how the attempt was classified: one of the Outcome…
+	// constants.
+	Outcome string
+	// Err is the attempt's error; nil on success.
+	Err error
+	// Status is the upstream's HTTP status when the attempt failed with
+	// one; 0 otherwise.
+	Status int
+	// RetryAfter is the upstream's Retry-After (a 429's); 0 when none.
+	RetryAfter time.Duration
+	// Probe reports that the attempt held a HalfOpen probe lease.
+	Probe bool
+	// Start is when the attempt began; Latency how long it ran (for a chat
+	// stream: until the stream ended).
+	Start   time.Time
+	Latency time.Duration
+	// FirstChunk is, for a chat attempt that delivered a chunk, the time to
+	// its first chunk; 0 otherwise.
+	FirstChunk time.Duration
+	// Usage is the token count the upstream reported (zero if none).
+	Usage transport.Usage
+}
+
+// Counts are one process's outcomes recorded for one source between two
+// state changes it saw.
+type Counts struct {
+	Successes uint64
+	Failures  uint64
+	Fatal     uint64
+	Released  uint64
+	// ConsecutiveFailures is the run of Failure and Fatal outcomes that
+	// ended the period (0 when the last outcome was a success).
+	ConsecutiveFailures uint64
+}
+
+// StateChange is a breaker transition of one source as this process saw it
+// in a gate answer (TryEnter, Record). With a shared gate it may have been
+// made by another process or an operator. Changes between two observations
+// are reported as one change from the last state seen to the current one;
+// a change is never invented.
+type StateChange struct {
+	// Scope and Source name the breaker record.
+	Scope, Source string
+	// From and To are the states before and after.
+	From, To gate.State
+	// Generation is the record's generation after the change; it grows on
+	// every transition, so it orders the changes of one source even when
+	// they reach an observer out of order.
+	Generation uint64
+	// Forced is the operator's override after the change (gate.Forcer).
+	Forced gate.Force
+	// RetryAfter is the gate's RetryAfter in the new state (Open: the time
+	// until the cooldown ends; forced Open: 0).
+	RetryAfter time.Duration
+	// Gate is the gate's record right after the change; its counts were
+	// cleared by the transition.
+	Gate gate.Snapshot
+	// Counts are this process's outcomes for the source since the previous
+	// change it saw: the counts that caused this one.
+	Counts Counts
+	// At is when the change was seen.
+	At time.Time
+}
+
+// Rejection is one source an admission round did not admit.
+type Rejection struct {
+	// Scope and Source name the source.
+	Scope, Source string
+	// Reason is why: "cooldown", "circuit_open", "rate_limited" or
+	// "adaptive_paced" (admission.Reason).
+	Reason string
+	// Limit names the quota limit that rejected ("rpm", "tpm",
+	// "in_flight") when Reason is "rate_limited"; empty otherwise.
+	Limit string
+	// RetryAfter is the certain earliest wait the rejecting stage reported;
+	// 0 when unknown.
+	RetryAfter time.Duration
+	// At is when the round ran.
+	At time.Time
+}
+
+// WaitStart is a call beginning to wait because no source may run.
+type WaitStart struct {
+	// Scope is the call's scope.
+	Scope string
+	// Reason is "circuit_open" when every source was rejected by a gate
+	// (cooldown or breaker), "quota_full" otherwise.
+	Reason string
+	// Reasons is each source's rejection reason.
+	Reasons map[string]string
+	// RetryAfter is the expected wait: the earliest certain moment a source
+	// may be admitted; 0 when unknown (a probe in flight, a full pacer).
+	RetryAfter time.Duration
+	// Nap is the first sleep.
+	Nap time.Duration
+	// At is when the wait began.
+	At time.Time
+}
+
+// WaitEnd is the end of a call's wait: a source was admitted, or the call
+// gave up.
+type WaitEnd struct {
+	// Scope is the call's scope.
+	Scope string
+	// Reason is the WaitStart's.
+	Reason string
+	// RetryAfter is the expected wait, as at the start.
+	RetryAfter time.Duration
+	// Waited is how long the call actually waited.
+	Waited time.Duration
+	// Naps is how many sleeps the wait took.
+	Naps int
+	// Source is the admitted source; empty when the wait ended in an error.
+	Source string
+	// Err is why the wait ended without a source (stalled, cancelled, a
+	// gate error); nil when a source was admitted.
+	Err error
+	// At is when the wait ended.
+	At time.Time
+}
+
+// CallResult is the end of one governed call.
+type CallResult struct {
+	// Scope is the call's scope.
+	Scope string
+	// Result is one of the Result… constants.
+	Result string
+	// Source is the source of the call's last attempt; empty when none ran.
+	Source string
+	// Attempts is how many attempts the call made.
+	Attempts int
+	// Err is the call's error; nil on success.
+	Err error
+	// Start is when the call began; Duration how long it took (a chat
+	// stream: until it ended).
+	Start    time.Time
+	Duration time.Duration
+}

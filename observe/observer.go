@@ -1,0 +1,257 @@
+package observe
+
+// Observer receives what pgw does. Its methods are called synchronously, on
+// the goroutines of the calls, outside every lock of pgw's, possibly
+// concurrently: an implementation must be safe for concurrent use and quick
+// (wrap a slow one in Async). The optional interfaces below add the other
+// events; pgw checks for them once, when it is built.
+type Observer interface {
+	// ObserveAttempt is called when an attempt ends.
+	ObserveAttempt(AttemptRecord)
+	// ObserveStateChange is called when a source's breaker is seen in
+	// another state than before.
+	ObserveStateChange(StateChange)
+}
+
+// AttemptStartObserver is an Observer that also wants to know when attempts
+// begin (in-flight gauges).
+type AttemptStartObserver interface {
+	ObserveAttemptStart(AttemptStart)
+}
+
+// RejectionObserver is an Observer that also wants every source an admission
+// round skipped.
+type RejectionObserver interface {
+	ObserveRejection(Rejection)
+}
+
+// WaitObserver is an Observer that also wants the start and end of every
+// wait for a runnable source.
+type WaitObserver interface {
+	ObserveWaitStart(WaitStart)
+	ObserveWaitEnd(WaitEnd)
+}
+
+// CallObserver is an Observer that also wants the end of every call.
+type CallObserver interface {
+	ObserveCall(CallResult)
+}
+
+// Full is an Observer with every optional method. Nop, Funcs, Multi,
+// Async and the Prometheus collector are Full.
+type Full interface {
+	Observer
+	AttemptStartObserver
+	RejectionObserver
+	WaitObserver
+	CallObserver
+}
+
+// AsFull returns o as a Full: o itself when it already is one, otherwise an
+// adapter that passes each event to o when o implements its method and drops
+// it when not. It returns nil for a nil o, so callers can keep "no observer"
+// as a nil check on the hot path.
+func AsFull(o Observer) Full {
+	switch o := o.(type) {
+	case nil:
+		return nil
+	case Full:
+		return o
+	}
+	a := &adapter{o: o}
+	a.start, _ = o.(AttemptStartObserver)
+	a.rej, _ = o.(RejectionObserver)
+	a.wait, _ = o.(WaitObserver)
+	a.call, _ = o.(CallObserver)
+	return a
+}
+
+type adapter struct {
+	o     Observer
+	start AttemptStartObserver
+	rej   RejectionObserver
+	wait  WaitObserver
+	call  CallObserver
+}
+
+func (a *adapter) ObserveAttempt(e AttemptRecord)   { a.o.ObserveAttempt(e) }
+func (a *adapter) ObserveStateChange(e StateChange) { a.o.ObserveStateChange(e) }
+
+func (a *adapter) ObserveAttemptStart(e AttemptStart) {
+	if a.start != nil {
+		a.start.ObserveAttemptStart(e)
+	}
+}
+
+func (a *adapter) ObserveRejection(e Rejection) {
+	if a.rej != nil {
+		a.rej.ObserveRejection(e)
+	}
+}
+
+func (a *adapter) ObserveWaitStart(e WaitStart) {
+	if a.wait != nil {
+		a.wait.ObserveWaitStart(e)
+	}
+}
+
+func (a *adapter) ObserveWaitEnd(e WaitEnd) {
+	if a.wait != nil {
+		a.wait.ObserveWaitEnd(e)
+	}
+}
+
+func (a *adapter) ObserveCall(e CallResult) {
+	if a.call != nil {
+		a.call.ObserveCall(e)
+	}
+}
+
+// Nop ignores every event. Embed it to implement only some methods:
+//
+//	type opens struct{ observe.Nop }
+//	func (opens) ObserveStateChange(e observe.StateChange) { … }
+type Nop struct{}
+
+var _ Full = Nop{}
+
+// ObserveAttempt does nothing.
+func (Nop) ObserveAttempt(AttemptRecord) {}
+
+// ObserveStateChange does nothing.
+func (Nop) ObserveStateChange(StateChange) {}
+
+// ObserveAttemptStart does nothing.
+func (Nop) ObserveAttemptStart(AttemptStart) {}
+
+// ObserveRejection does nothing.
+func (Nop) ObserveRejection(Rejection) {}
+
+// ObserveWaitStart does nothing.
+func (Nop) ObserveWaitStart(WaitStart) {}
+
+// ObserveWaitEnd does nothing.
+func (Nop) ObserveWaitEnd(WaitEnd) {}
+
+// ObserveCall does nothing.
+func (Nop) ObserveCall(CallResult) {}
+
+// Funcs adapts functions to Full; a nil field ignores its events. It is as
+// safe for concurrent use as its functions are.
+type Funcs struct {
+	Attempt      func(AttemptRecord)
+	StateChange  func(StateChange)
+	AttemptStart func(AttemptStart)
+	Rejection    func(Rejection)
+	WaitStart    func(WaitStart)
+	WaitEnd      func(WaitEnd)
+	Call         func(CallResult)
+}
+
+var _ Full = Funcs{}
+
+// ObserveAttempt calls f.Attempt.
+func (f Funcs) ObserveAttempt(e AttemptRecord) {
+	if f.Attempt != nil {
+		f.Attempt(e)
+	}
+}
+
+// ObserveStateChange calls f.StateChange.
+func (f Funcs) ObserveStateChange(e StateChange) {
+	if f.StateChange != nil {
+		f.StateChange(e)
+	}
+}
+
+// ObserveAttemptStart calls f.AttemptStart.
+func (f Funcs) ObserveAttemptStart(e AttemptStart) {
+	if f.AttemptStart != nil {
+		f.AttemptStart(e)
+	}
+}
+
+// ObserveRejection calls f.Rejection.
+func (f Funcs) ObserveRejection(e Rejection) {
+	if f.Rejection != nil {
+		f.Rejection(e)
+	}
+}
+
+// ObserveWaitStart calls f.WaitStart.
+func (f Funcs) ObserveWaitStart(e WaitStart) {
+	if f.WaitStart != nil {
+		f.WaitStart(e)
+	}
+}
+
+// ObserveWaitEnd calls f.WaitEnd.
+func (f Funcs) ObserveWaitEnd(e WaitEnd) {
+	if f.WaitEnd != nil {
+		f.WaitEnd(e)
+	}
+}
+
+// ObserveCall calls f.Call.
+func (f Funcs) ObserveCall(e CallResult) {
+	if f.Call != nil {
+		f.Call(e)
+	}
+}
+
+// Multi returns an observer that passes every event to each of obs in turn
+// (nil entries skipped), each getting the events its methods accept. It is
+// safe for concurrent use when they are.
+func Multi(obs ...Observer) Full {
+	m := make(multi, 0, len(obs))
+	for _, o := range obs {
+		if f := AsFull(o); f != nil {
+			m = append(m, f)
+		}
+	}
+	return m
+}
+
+type multi []Full
+
+func (m multi) ObserveAttempt(e AttemptRecord) {
+	for _, o := range m {
+		o.ObserveAttempt(e)
+	}
+}
+
+func (m multi) ObserveStateChange(e StateChange) {
+	for _, o := range m {
+		o.ObserveStateChange(e)
+	}
+}
+
+func (m multi) ObserveAttemptStart(e AttemptStart) {
+	for _, o := range m {
+		o.ObserveAttemptStart(e)
+	}
+}
+
+func (m multi) ObserveRejection(e Rejection) {
+	for _, o := range m {
+		o.ObserveRejection(e)
+	}
+}
+
+func (m multi) ObserveWaitStart(e WaitStart) {
+	for _, o := range m {
+		o.ObserveWaitStart(e)
+	}
+}
+
+func (m multi) ObserveWaitEnd(e WaitEnd) {
+	for _, o := range m {
+		o.ObserveWaitEnd(e)
+	}
+}
+
+func (m multi) ObserveCall(e CallResult) {
+	for _, o := range m {
+		o.ObserveCall(e)
+	}
+}
