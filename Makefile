@@ -12,9 +12,9 @@ test:
 	cd bench && $(GO) vet ./...
 	$(GO) test -race ./...
 
-## demo: run the runnable breaker example.
+## demo: run the quickstart: governed calls against in-process fake upstreams.
 demo:
-	$(GO) run ./examples/breaker
+	$(GO) run ./examples/quickstart
 
 ## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
 ## distributed comparison on a local redis-server when one exists) and print

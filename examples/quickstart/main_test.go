@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The demo is part of the product (make demo): it must keep running and
+// keep showing what its doc comment promises.
+func TestQuickstartPrintsTheTimeline(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(&out))
+	s := out.String()
+	for _, want := range []string{
+		"SOLO_WAIT__CIRCUIT_OPEN=wait",
+		"attempt 1 on primary  FAILURE",
+		"breaker of primary: closed → open",
+		"answered by backup",
+		"breaker of primary: open → half_open",
+		"breaker of primary: half_open → closed",
+		"10 vectors of 8 dimensions, in input order, from 3 requests",
+		`OCR text: "FAKE OCR TEXT"`,
+		"PGW-CB-OPEN error: RetryAfter",
+		"SOLO_WAIT  no source may run (solo=circuit_open); waiting about",
+		"SOLO_WAIT  wait over after",
+		"answered after",
+	} {
+		assert.Contains(t, s, want)
+	}
+	assert.NotContains(t, s, "sk-demo", "API keys are never printed")
+}
