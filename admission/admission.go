@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/observe"
 )
 
 // DefaultPollInterval is the base of a nap when Config.PollInterval is 0.
@@ -58,8 +59,14 @@ type Config struct {
 	// Rand returns a number in [0, 1); it must be safe for concurrent use
 	// when the admission is (default math/rand/v2.Float64).
 	Rand func() float64
-	// Logger receives the wait lines (default slog.Default()).
+	// Logger receives the wait lines and the breaker state changes
+	// (default slog.Default()).
 	Logger *slog.Logger
+	// Observer receives the breaker state changes, gate rejections and
+	// waits of the scope's calls (package observe); nil means none. It is
+	// called synchronously, outside every lock: wrap a slow one in
+	// observe.Async.
+	Observer observe.Observer
 }
 
 // ConfigError lists every invalid field of a Config.
@@ -89,6 +96,7 @@ type SourceAdmission struct {
 	sleep       func(context.Context, time.Duration) error
 	rand        func() float64
 	log         *slog.Logger
+	w           *watch
 }
 
 // New validates cfg and returns the scope's admission.
@@ -166,6 +174,7 @@ func New(cfg Config) (*SourceAdmission, error) {
 		a.log = slog.Default()
 	}
 	a.sel = newSelector(cfg.Sources, a.rand)
+	a.w = newWatch(a, cfg.Observer)
 	return a, nil
 }
 
@@ -214,7 +223,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 	for i, ok := it.next(); ok; i, ok = it.next() {
 		name := a.sel.sources[i].Name
 		if ra := a.memo.remaining(name, clock); ra > 0 {
-			rej = append(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra})
+			rej = a.reject(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra}, "", clock)
 			continue
 		}
 		d, err := a.breaker.TryEnter(ctx, name)
@@ -222,14 +231,15 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			gateErr = a.gateError(gateErr, "breaker", name, err)
 			continue
 		}
+		a.w.afterTryEnter(ctx, i, d)
 		if !d.Allowed {
 			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
 			// entry that could outlive the probe (seed 000 §1.3).
 			a.memo.SetUntil(name, clock().Add(d.RetryAfter))
-			rej = append(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter})
+			rej = a.reject(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
 			continue
 		}
-		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej}
+		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i}
 		if a.quota != nil {
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
@@ -239,7 +249,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			}
 			if !qd.Allowed {
 				t.giveBack(ctx)
-				rej = append(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter})
+				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
 			t.permit, t.hasPermit = p, true
@@ -247,7 +257,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		if a.pacer != nil {
 			if !a.pacer.TryAcquire(name) {
 				t.giveBack(ctx)
-				rej = append(rej, Rejection{Source: name, Reason: AdaptivePaced})
+				rej = a.reject(rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
 				continue
 			}
 			t.paced = true
@@ -258,6 +268,14 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		return nil, rej, gateErr
 	}
 	return nil, rej, nil
+}
+
+// reject adds r to the round's rejections and reports it to the observer.
+func (a *SourceAdmission) reject(rej Rejections, r Rejection, limit string, clock func() time.Time) Rejections {
+	if a.w.obs != nil {
+		a.w.rejected(r, limit, clock())
+	}
+	return append(rej, r)
 }
 
 // gateError logs a gate's error for one source and keeps the round's first.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/observe"
 )
 
 // StallBudget is a call's view of its stall budget (SPEC §7); retry's
@@ -31,6 +32,8 @@ type Call struct {
 	waiting bool
 	since   time.Time
 	naps    int
+	kind    string        // the wait's reason: circuit_open or quota_full
+	hint    time.Duration // the wait's expected length at its start
 }
 
 // NewCall starts a call. stall bounds its waiting; nil means unbounded (never
@@ -115,16 +118,23 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 	if !c.waiting {
 		c.waiting = true
 		c.since = a.clock.Now()
-		kind := "quota_full"
+		c.kind, c.hint = "quota_full", hint
 		if allGate {
-			kind = "circuit_open"
+			c.kind = "circuit_open"
 		}
+		reasons := rej.Map()
 		a.log.LogAttrs(ctx, slog.LevelInfo, "pgw: no source may run; waiting",
 			slog.String("scope", a.scope),
-			slog.String("reason", kind),
-			slog.Any("reasons", rej.Map()),
+			slog.String("reason", c.kind),
+			slog.Any("reasons", reasons),
 			slog.Duration("retry_after", hint),
 			slog.Duration("wait", nap))
+		if a.w.obs != nil {
+			a.w.obs.ObserveWaitStart(observe.WaitStart{
+				Scope: a.scope, Reason: c.kind, Reasons: reasons,
+				RetryAfter: hint, Nap: nap, At: c.since,
+			})
+		}
 	}
 	if err := a.sleep(ctx, nap); err != nil {
 		c.leave(err, "")
@@ -140,9 +150,12 @@ func (c *Call) leave(err error, source string) {
 	}
 	c.waiting = false
 	a := c.a
+	now := a.clock.Now()
+	waited := now.Sub(c.since)
 	attrs := []slog.Attr{
 		slog.String("scope", a.scope),
-		slog.Duration("waited", a.clock.Now().Sub(c.since)),
+		slog.String("reason", c.kind),
+		slog.Duration("waited", waited),
 		slog.Int("naps", c.naps),
 	}
 	if err != nil {
@@ -150,6 +163,12 @@ func (c *Call) leave(err error, source string) {
 	} else {
 		attrs = append(attrs, slog.String("outcome", "admitted"), slog.String("source", source))
 	}
-	c.naps = 0
 	a.log.LogAttrs(context.Background(), slog.LevelInfo, "pgw: wait over", attrs...)
+	if a.w.obs != nil {
+		a.w.obs.ObserveWaitEnd(observe.WaitEnd{
+			Scope: a.scope, Reason: c.kind, RetryAfter: c.hint, Waited: waited,
+			Naps: c.naps, Source: source, Err: err, At: now,
+		})
+	}
+	c.naps = 0
 }

@@ -35,4 +35,10 @@
 // the earliest cooldown plus jitter, clamped to the remaining stall budget, so
 // it asks the gate about once per cooldown and its worst wall time is the
 // stall window plus one poll interval.
+//
+// The admission watches what its breaker answers: a state (or an operator's
+// override) other than the one it last saw is logged ("pgw: breaker state
+// changed") and, with Config.Observer, reported as an observe.StateChange
+// with the outcomes that caused it; rejections and waits go to the observer
+// too. See observe.go for what that costs.
 package admission

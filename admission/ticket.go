@@ -23,6 +23,7 @@ type Ticket struct {
 	Skipped Rejections
 
 	a         *SourceAdmission
+	idx       int // Source's index in the selector
 	permit    gate.Permit
 	hasPermit bool
 	paced     bool
@@ -50,8 +51,10 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		o = gate.Released
 	}
 	var errRecord, errSettle, errRelease error
-	if _, err := a.breaker.Record(ctx, t.Source, t.Decision, o); err != nil {
+	if u, err := a.breaker.Record(ctx, t.Source, t.Decision, o); err != nil {
 		errRecord = fmt.Errorf("record %s: %w", o, err)
+	} else {
+		a.w.afterRecord(ctx, t.idx, o, u)
 	}
 	if t.hasPermit {
 		if r.Tokens >= 0 {
