@@ -30,14 +30,19 @@ func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(c
 	if err != nil {
 		return zero, err
 	}
-	cctx, done, err := gw.enter(ctx, scope)
+	c, err := gw.enter(ctx, scope)
 	if err != nil {
 		return zero, err
 	}
-	defer done()
-	ci := callInfoOf(cctx)
-	v, err := retry.Run(cctx, sc.loop, 0, func(actx context.Context, src Source) (T, Usage, error) {
-		rec := AttemptRecord{Scope: scope, Source: src.Name, Attempt: int(ci.attempts.Add(1)), Start: time.Now()}
+	ended := false
+	defer func() {
+		if !ended { // fn panicked
+			_ = c.end(errors.New("pgw: the Call function panicked"), resultOf)
+		}
+	}()
+	ci := c.info
+	v, err := retry.Run(c.ctx, sc.loop, 0, func(actx context.Context, src Source) (T, Usage, error) {
+		rec := ci.begin(gw.rep, src.Name)
 		finished := false
 		defer func() {
 			if !finished { // fn panicked: reported as a failure, the panic goes on
@@ -51,5 +56,6 @@ func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(c
 		gw.rep.attempt(actx, rec)
 		return v, u, err
 	})
-	return v, gw.closedErr(ctx, cctx, err)
+	ended = true
+	return v, c.end(err, resultOf)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
 	"github.com/pgw-go/pgw/retry"
 )
@@ -89,7 +90,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	}
 	g := &GatewayClient{
 		scopes:  make(map[string]*scope, len(s.Scopes)),
-		rep:     &reporter{log: o.logger, obs: o.observer},
+		rep:     &reporter{log: o.logger, obs: observe.AsFull(o.observer)},
 		log:     o.logger,
 		streams: map[*Stream]struct{}{},
 	}
@@ -198,13 +199,12 @@ func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse
 	if err != nil {
 		return ChatResponse{}, err
 	}
-	cctx, done, err := g.enter(ctx, ScopeChat)
+	c, err := g.enter(ctx, ScopeChat)
 	if err != nil {
 		return ChatResponse{}, err
 	}
-	defer done()
-	resp, err := sc.chat.Complete(cctx, req)
-	return resp, g.closedErr(ctx, cctx, err)
+	resp, err := sc.chat.Complete(c.ctx, req)
+	return resp, c.end(err, resultOf)
 }
 
 // ChatStream opens a governed streamed chat completion in the CHAT scope. It
@@ -217,16 +217,15 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	if err != nil {
 		return nil, err
 	}
-	cctx, done, err := g.enter(ctx, ScopeChat)
+	c, err := g.enter(ctx, ScopeChat)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sc.chat.Stream(cctx, req)
+	st, err := sc.chat.Stream(c.ctx, req)
 	if err != nil {
-		done()
-		return nil, g.closedErr(ctx, cctx, err)
+		return nil, c.end(err, resultOf)
 	}
-	s := &Stream{g: g, st: st, ctx: ctx, cctx: cctx, done: done}
+	s := &Stream{g: g, st: st, c: c}
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -248,13 +247,12 @@ func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedRespo
 	if err != nil {
 		return EmbedResponse{}, err
 	}
-	cctx, done, err := g.enter(ctx, ScopeEmbedding)
+	c, err := g.enter(ctx, ScopeEmbedding)
 	if err != nil {
 		return EmbedResponse{}, err
 	}
-	defer done()
-	resp, err := sc.embed.Embed(cctx, req)
-	return resp, g.closedErr(ctx, cctx, err)
+	resp, err := sc.embed.Embed(c.ctx, req)
+	return resp, c.end(err, resultOf)
 }
 
 // OCR runs a governed OCR call in the OCR scope: one image, one attempt at a
@@ -264,13 +262,12 @@ func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, e
 	if err != nil {
 		return OCRResponse{}, err
 	}
-	cctx, done, err := g.enter(ctx, ScopeOCR)
+	c, err := g.enter(ctx, ScopeOCR)
 	if err != nil {
 		return OCRResponse{}, err
 	}
-	defer done()
-	resp, err := sc.ocr.OCR(cctx, req)
-	return resp, g.closedErr(ctx, cctx, err)
+	resp, err := sc.ocr.OCR(c.ctx, req)
+	return resp, c.end(err, resultOf)
 }
 
 // OCRPages reads every page in the OCR scope, pages concurrently
@@ -281,13 +278,12 @@ func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCR
 	if err != nil {
 		return nil, err
 	}
-	cctx, done, err := g.enter(ctx, ScopeOCR)
+	c, err := g.enter(ctx, ScopeOCR)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	resp, err := sc.ocr.Pages(cctx, pages)
-	return resp, g.closedErr(ctx, cctx, err)
+	resp, err := sc.ocr.Pages(c.ctx, pages)
+	return resp, c.end(err, resultOf)
 }
 
 // Snapshot reads the breaker record of one source of a scope, without moving
@@ -297,16 +293,15 @@ func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) 
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if _, ok := sc.breaker.states[source]; !ok {
+	if _, ok := sc.breaker.sources[source]; !ok {
 		return Snapshot{}, fmt.Errorf("pgw: scope %q has no source %q", scopeName, source)
 	}
-	cctx, done, err := g.enter(ctx, scopeName)
+	c, err := g.enter(ctx, scopeName)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	defer done()
-	snap, err := sc.breaker.Snapshot(cctx, source)
-	return snap, g.closedErr(ctx, cctx, err)
+	snap, err := sc.breaker.Snapshot(c.ctx, source)
+	return snap, c.end(err, nil)
 }
 
 // Admission returns the admission of a scope, for inspection (its memo, its
@@ -358,49 +353,6 @@ func (g *GatewayClient) release() error {
 		g.httpPool.CloseIdleConnections()
 	}
 	return err
-}
-
-// enter registers a call. It returns the call's context — ctx, also
-// cancelled by Close, carrying the scope for the observed transports — and
-// the function that ends the call.
-func (g *GatewayClient) enter(ctx context.Context, scopeName string) (context.Context, func(), error) {
-	if ctx == nil {
-		return nil, nil, errors.New("pgw: nil context")
-	}
-	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
-		return nil, nil, ErrClosed
-	}
-	g.calls.Add(1)
-	g.mu.RUnlock()
-	cctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(g.life, func() { cancel(ErrClosed) })
-	cctx, _ = withCallInfo(cctx, scopeName)
-	var once sync.Once
-	return cctx, func() {
-		once.Do(func() {
-			stop()
-			cancel(nil)
-			g.calls.Done()
-		})
-	}, nil
-}
-
-// closedErr reports ErrClosed for a call that Close interrupted: its own
-// ctx still live, the call's ctx done, the gateway closed. Any other error
-// passes unchanged.
-func (g *GatewayClient) closedErr(ctx, cctx context.Context, err error) error {
-	if err != nil && ctx.Err() == nil && cctx.Err() != nil && g.isClosed() {
-		return ErrClosed
-	}
-	return err
-}
-
-func (g *GatewayClient) isClosed() bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.closed
 }
 
 // typed returns the scope of a typed method, with an error naming the key

@@ -131,9 +131,15 @@ func TestChatFailsOverFromA5xxSourceToAHealthyOne(t *testing.T) {
 	}, rec.Outcomes())
 	assert.Equal(t, []string{"flaky:closed>open"}, rec.Transitions())
 	assert.Equal(t, 2, flaky.Requests(testutil.Chat))
+	opened := rec.Changes()[0]
+	assert.Equal(t, uint64(2), opened.Counts.Failures, "the change carries the counts that caused it")
+	assert.Equal(t, uint64(2), opened.Counts.ConsecutiveFailures)
+	assert.Equal(t, []string{pgw.ResultSuccess, pgw.ResultSuccess, pgw.ResultSuccess}, rec.Results())
 
+	first := rec.Attempts()[0]
+	assert.Equal(t, http.StatusServiceUnavailable, first.Status)
 	var he *pgw.HTTPError
-	require.ErrorAs(t, rec.Attempts()[0].Err, &he)
+	require.ErrorAs(t, first.Err, &he)
 	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
 }
 
@@ -194,6 +200,7 @@ func TestCallerErrorIsReturnedAtOnceWithoutRetry(t *testing.T) {
 	assert.Zero(t, other.Requests(testutil.Chat), "a caller error is not failed over")
 	assert.Equal(t, []string{"a:caller_error"}, rec.Outcomes())
 	assert.Empty(t, rec.Transitions())
+	assert.Equal(t, []string{pgw.ResultCallerError}, rec.Results())
 }
 
 func TestTooManyRequestsHoldsTheSourceOffForItsRetryAfter(t *testing.T) {
@@ -213,6 +220,8 @@ func TestTooManyRequestsHoldsTheSourceOffForItsRetryAfter(t *testing.T) {
 	att := rec.Attempts()
 	require.Len(t, att, 2)
 	assert.Equal(t, pgw.OutcomeThrottle, att[0].Outcome)
+	assert.Equal(t, http.StatusTooManyRequests, att[0].Status)
+	assert.Equal(t, retryAfter, att[0].RetryAfter)
 	assert.Equal(t, pgw.OutcomeSuccess, att[1].Outcome)
 	gap := att[1].Start.Sub(att[0].Start.Add(att[0].Latency))
 	assert.GreaterOrEqual(t, gap, retryAfter, "the second attempt waits for the upstream's Retry-After")
@@ -249,6 +258,7 @@ func TestCircuitOpenWaitWaitsOutTheCooldownThenSucceeds(t *testing.T) {
 	att := rec.Attempts()
 	gap := att[1].Start.Sub(att[0].Start.Add(att[0].Latency))
 	assert.GreaterOrEqual(t, gap, cooldown, "the probe runs after the cooldown")
+	assert.Equal(t, []string{pgw.ResultSuccess}, rec.Results())
 }
 
 func TestCircuitOpenFailFastReturnsCircuitOpenErrorWithTheTimeLeft(t *testing.T) {
@@ -279,6 +289,7 @@ func TestCircuitOpenFailFastReturnsCircuitOpenErrorWithTheTimeLeft(t *testing.T)
 	assert.LessOrEqual(t, again.RetryAfter, coe.RetryAfter)
 	assert.Equal(t, 1, up.Requests(testutil.Chat))
 	assert.Equal(t, []string{"solo:closed>open"}, rec.Transitions())
+	assert.Equal(t, []string{pgw.ResultCircuitOpen, pgw.ResultCircuitOpen}, rec.Results())
 }
 
 func TestCloseThenCallReturnsErrClosed(t *testing.T) {
@@ -551,4 +562,31 @@ func TestCallFunctionPanicIsReraisedAndReported(t *testing.T) {
 	v, err := pgw.Call(context.Background(), gw, "JOB", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil })
 	require.NoError(t, err)
 	assert.Equal(t, 1, v)
+}
+
+func TestClosingAStreamEarlyAbandonsItAndFreesItsSlot(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, rec := newGateway(t, map[string]string{
+		"PGW_SCOPES":             "CHAT",
+		"CHAT__SOURCES":          "a",
+		"CHAT__QUOTA_FULL":       "fail_fast",
+		"CHAT__A__BASE_URL":      up.URL,
+		"CHAT__A__MAX_IN_FLIGHT": "1",
+	})
+	ctx := context.Background()
+	st, err := gw.ChatStream(ctx, hello())
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+
+	_, err = gw.Chat(ctx, hello())
+	var ase *pgw.AllSourcesExhausted
+	require.ErrorAs(t, err, &ase, "the open stream holds the only in-flight slot")
+
+	require.NoError(t, st.Close())
+	require.NoError(t, st.Close(), "Close twice is fine")
+	_, err = gw.Chat(ctx, hello())
+	require.NoError(t, err, "closing the stream gave the slot back")
+	assert.Equal(t, []string{pgw.ResultQuotaExhausted, pgw.ResultAbandoned, pgw.ResultSuccess}, rec.Results())
+	assert.Equal(t, []string{"a:abandoned", "a:success"}, rec.Outcomes())
 }

@@ -23,7 +23,31 @@ type recorder struct {
 	mu       sync.Mutex
 	attempts []pgw.AttemptRecord
 	changes  []pgw.StateChange
+	calls    []pgw.CallResult
 	changed  chan pgw.StateChange
+}
+
+func (r *recorder) ObserveCall(c pgw.CallResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c)
+}
+
+// Results lists each call's Result, in order.
+func (r *recorder) Results() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, c := range r.calls {
+		out = append(out, c.Result)
+	}
+	return out
+}
+
+func (r *recorder) Changes() []pgw.StateChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pgw.StateChange(nil), r.changes...)
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan pgw.StateChange, 64)} }

@@ -10,100 +10,84 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/retry"
 )
 
-// Observer receives what the gateway sees (SPEC §12): one AttemptRecord per
-// attempt and one StateChange per breaker transition. Its methods are
-// called synchronously on the calls' goroutines, outside every lock, possibly
-// concurrently: they must be safe for concurrent use and quick (hand slow
-// work to a goroutine of your own). Waits are not reported here; they are
-// logged at Info ("pgw: no source may run; waiting", "pgw: wait over").
-type Observer interface {
-	// ObserveAttempt is called when an attempt ends.
-	ObserveAttempt(AttemptRecord)
-	// ObserveStateChange is called when the gateway sees a source's breaker
-	// in another state than it last saw.
-	ObserveStateChange(StateChange)
-}
-
-// ObserverFuncs adapts two functions to Observer; a nil field ignores its
-// events. It is as safe for concurrent use as its functions are.
-type ObserverFuncs struct {
-	Attempt     func(AttemptRecord)
-	StateChange func(StateChange)
-}
-
-// ObserveAttempt calls f.Attempt.
-func (f ObserverFuncs) ObserveAttempt(a AttemptRecord) {
-	if f.Attempt != nil {
-		f.Attempt(a)
-	}
-}
-
-// ObserveStateChange calls f.StateChange.
-func (f ObserverFuncs) ObserveStateChange(s StateChange) {
-	if f.StateChange != nil {
-		f.StateChange(s)
-	}
-}
+// The observer types, re-exported from package observe (SPEC §12). Hand an
+// Observer to the gateway with WithObserver; it also receives the optional
+// events whose interfaces it implements (observe.AttemptStartObserver,
+// observe.CallObserver, …). Wrap an observer that does more than update
+// counters in observe.Async, so that it never slows a call.
+type (
+	// Observer receives attempt records and breaker state changes, called
+	// synchronously on the calls' goroutines, outside every lock, possibly
+	// concurrently: it must be safe for concurrent use and quick.
+	Observer = observe.Observer
+	// ObserverFuncs adapts functions to every observer interface; a nil
+	// field ignores its events.
+	ObserverFuncs = observe.Funcs
+	// AttemptRecord is one finished attempt of a governed call.
+	AttemptRecord = observe.AttemptRecord
+	// AttemptStart is an admitted attempt beginning on a source.
+	AttemptStart = observe.AttemptStart
+	// StateChange is a breaker transition of one source, as this process saw
+	// it in a gate answer.
+	StateChange = observe.StateChange
+	// CallResult is the end of one governed call.
+	CallResult = observe.CallResult
+)
 
 // The values of AttemptRecord.Outcome: the classes of SPEC §7, plus
 // OutcomeAbandoned for a chat stream closed before its end.
 const (
-	OutcomeSuccess     = "success"
-	OutcomeFailure     = "failure"
-	OutcomeThrottle    = "throttle"
-	OutcomeFatal       = "fatal"
-	OutcomeCallerError = "caller_error"
-	OutcomeCanceled    = "canceled"
-	OutcomeAbandoned   = "abandoned"
+	OutcomeSuccess     = observe.OutcomeSuccess
+	OutcomeFailure     = observe.OutcomeFailure
+	OutcomeThrottle    = observe.OutcomeThrottle
+	OutcomeFatal       = observe.OutcomeFatal
+	OutcomeCallerError = observe.OutcomeCallerError
+	OutcomeCanceled    = observe.OutcomeCanceled
+	OutcomeAbandoned   = observe.OutcomeAbandoned
 )
 
-// AttemptRecord is one attempt of a governed call on one source.
-type AttemptRecord struct {
-	// Scope and Source name where the attempt ran.
-	Scope, Source string
-	// Attempt is the attempt's number within its call, from 1. The parts of
-	// a split call (embedding sub-batches, OCR pages) share one count.
-	Attempt int
-	// Outcome is how the gateway classifies the attempt: one of the
-	// Outcome… constants.
-	Outcome string
-	// Err is the attempt's error; nil on success.
-	Err error
-	// Start is when the attempt began; Latency how long it ran (for a chat
-	// stream: until its end).
-	Start   time.Time
-	Latency time.Duration
-	// FirstChunk is, for a chat attempt that delivered a chunk, the time to
-	// its first chunk; 0 otherwise.
-	FirstChunk time.Duration
-	// Usage is the token count the upstream reported (zero if none).
-	Usage Usage
-}
+// The values of CallResult.Result.
+const (
+	ResultSuccess        = observe.ResultSuccess
+	ResultCircuitOpen    = observe.ResultCircuitOpen
+	ResultQuotaExhausted = observe.ResultQuotaExhausted
+	ResultStalled        = observe.ResultStalled
+	ResultUnavailable    = observe.ResultUnavailable
+	ResultCallerError    = observe.ResultCallerError
+	ResultCanceled       = observe.ResultCanceled
+	ResultAbandoned      = observe.ResultAbandoned
+	ResultError          = observe.ResultError
+)
 
-// StateChange is a breaker transition of one source, as this process saw it
-// in a gate answer (TryEnter, Record). With the Redis backend it may have been
-// caused by another process. Under concurrency a change may be reported a
-// little late, never invented.
-type StateChange struct {
-	Scope, Source string
-	From, To      State
-	// RetryAfter is the gate's RetryAfter with the new state (the pinned
-	// contract: for Open, the time until the cooldown ends).
-	RetryAfter time.Duration
-	// At is when the gateway saw the change.
-	At time.Time
-}
-
-// reporter sends attempts and state changes to the log and the observer.
+// reporter sends the events the gateway sees itself — attempts, breaker
+// transitions seen in gate answers, call results — to the log and the
+// observer (nil: log only).
 type reporter struct {
 	log *slog.Logger
-	obs Observer
+	obs observe.Full
+}
+
+func (r *reporter) attemptStart(a AttemptStart) {
+	if r.obs != nil {
+		r.obs.ObserveAttemptStart(a)
+	}
+}
+
+func (r *reporter) call(c CallResult) {
+	if r.obs != nil {
+		r.obs.ObserveCall(c)
+	}
 }
 
 func (r *reporter) attempt(ctx context.Context, a AttemptRecord) {
+	var he *HTTPError
+	if errors.As(a.Err, &he) {
+		a.Status, a.RetryAfter = he.StatusCode, he.RetryAfter
+	}
 	if r.obs != nil {
 		r.obs.ObserveAttempt(a)
 	}
@@ -164,6 +148,23 @@ type callInfo struct {
 	scope    string
 	ctx      context.Context
 	attempts atomic.Int32
+	last     atomic.Pointer[string] // the source of the latest attempt
+}
+
+// begin counts an attempt on source and reports its start.
+func (ci *callInfo) begin(rep *reporter, source string) AttemptRecord {
+	n := int(ci.attempts.Add(1))
+	ci.last.Store(&source)
+	now := time.Now()
+	rep.attemptStart(AttemptStart{Scope: ci.scope, Source: source, Attempt: n, At: now})
+	return AttemptRecord{Scope: ci.scope, Source: source, Attempt: n, Start: now}
+}
+
+func (ci *callInfo) lastSource() string {
+	if p := ci.last.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 type callInfoKey struct{}
@@ -181,20 +182,27 @@ func callInfoOf(ctx context.Context) *callInfo {
 	return ci
 }
 
-// observedGate reports the transitions it sees in a breaker gate's answers.
-// The states slice is fixed at construction (one entry per source), so the
-// hot path is one atomic swap.
+// observedGate reports the transitions it sees in a breaker gate's answers,
+// with this process's outcome counts since the previous one. The set of
+// sources is fixed at construction, so the common path is an atomic swap
+// and, for Record, one short per-source lock.
 type observedGate struct {
 	gate.ProviderGate
-	scope  string
-	rep    *reporter
-	states map[string]*atomic.Uint32
+	scope   string
+	rep     *reporter
+	sources map[string]*observedSource
+}
+
+type observedSource struct {
+	state  atomic.Uint32 // gate.State last seen; zero: Closed
+	mu     sync.Mutex
+	counts observe.Counts // since the last change seen
 }
 
 func newObservedGate(g gate.ProviderGate, scope string, sources []Source, rep *reporter) *observedGate {
-	o := &observedGate{ProviderGate: g, scope: scope, rep: rep, states: make(map[string]*atomic.Uint32, len(sources))}
+	o := &observedGate{ProviderGate: g, scope: scope, rep: rep, sources: make(map[string]*observedSource, len(sources))}
 	for _, s := range sources {
-		o.states[s.Name] = new(atomic.Uint32) // zero: Closed
+		o.sources[s.Name] = &observedSource{}
 	}
 	return o
 }
@@ -215,24 +223,49 @@ func (o *observedGate) TryEnter(ctx context.Context, source string) (gate.Decisi
 	return d, err
 }
 
-// Record passes through and notes the state after the outcome.
+// Record passes through, counts an applied outcome and notes the state after
+// it.
 func (o *observedGate) Record(ctx context.Context, source string, d gate.Decision, out gate.Outcome) (gate.Update, error) {
 	u, err := o.ProviderGate.Record(ctx, source, d, out)
-	if err == nil {
-		o.see(ctx, source, u.State, u.RetryAfter)
+	if err != nil {
+		return u, err
 	}
+	if s := o.sources[source]; s != nil && u.Applied {
+		s.mu.Lock()
+		switch out {
+		case gate.Success:
+			s.counts.Successes++
+			s.counts.ConsecutiveFailures = 0
+		case gate.Failure:
+			s.counts.Failures++
+			s.counts.ConsecutiveFailures++
+		case gate.Fatal:
+			s.counts.Fatal++
+			s.counts.ConsecutiveFailures++
+		case gate.Released:
+			s.counts.Released++
+		}
+		s.mu.Unlock()
+	}
+	o.see(ctx, source, u.State, u.RetryAfter)
 	return u, err
 }
 
-func (o *observedGate) see(ctx context.Context, source string, s gate.State, retryAfter time.Duration) {
-	a := o.states[source]
-	if a == nil {
+func (o *observedGate) see(ctx context.Context, source string, st gate.State, retryAfter time.Duration) {
+	s := o.sources[source]
+	if s == nil {
 		return
 	}
-	if from := gate.State(a.Swap(uint32(s))); from != s {
-		o.rep.stateChange(ctx, StateChange{Scope: o.scope, Source: source, From: from, To: s,
-			RetryAfter: retryAfter, At: time.Now()})
+	from := gate.State(s.state.Swap(uint32(st)))
+	if from == st {
+		return
 	}
+	s.mu.Lock()
+	counts := s.counts
+	s.counts = observe.Counts{}
+	s.mu.Unlock()
+	o.rep.stateChange(ctx, StateChange{Scope: o.scope, Source: source, From: from, To: st,
+		RetryAfter: retryAfter, Counts: counts, At: time.Now()})
 }
 
 // observedTransports wrap the transports so that each attempt is reported.
@@ -243,7 +276,7 @@ type observedChat struct {
 
 func (o observedChat) ChatStream(ctx context.Context, src Source, req ChatRequest) (ChatStream, error) {
 	ci := callInfoOf(ctx)
-	rec := AttemptRecord{Scope: ci.scope, Source: src.Name, Attempt: int(ci.attempts.Add(1)), Start: time.Now()}
+	rec := ci.begin(o.rep, src.Name)
 	st, err := o.tr.ChatStream(ctx, src, req)
 	ws := &observedStream{st: st, rep: o.rep, ctx: ctx, ci: ci, rec: rec}
 	if err != nil {
@@ -322,7 +355,7 @@ type observedEmbed struct {
 
 func (o observedEmbed) Embed(ctx context.Context, src Source, req EmbedRequest) (EmbedResponse, error) {
 	ci := callInfoOf(ctx)
-	rec := AttemptRecord{Scope: ci.scope, Source: src.Name, Attempt: int(ci.attempts.Add(1)), Start: time.Now()}
+	rec := ci.begin(o.rep, src.Name)
 	resp, err := o.tr.Embed(ctx, src, req)
 	rec.Outcome, rec.Err, rec.Latency, rec.Usage = outcomeOf(ci.ctx, err), err, time.Since(rec.Start), resp.Usage
 	o.rep.attempt(ctx, rec)
@@ -336,7 +369,7 @@ type observedOCR struct {
 
 func (o observedOCR) OCR(ctx context.Context, src Source, req OCRRequest) (OCRResponse, error) {
 	ci := callInfoOf(ctx)
-	rec := AttemptRecord{Scope: ci.scope, Source: src.Name, Attempt: int(ci.attempts.Add(1)), Start: time.Now()}
+	rec := ci.begin(o.rep, src.Name)
 	resp, err := o.tr.OCR(ctx, src, req)
 	rec.Outcome, rec.Err, rec.Latency, rec.Usage = outcomeOf(ci.ctx, err), err, time.Since(rec.Start), resp.Usage
 	o.rep.attempt(ctx, rec)

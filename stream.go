@@ -3,7 +3,6 @@ package pgw
 import (
 	"context"
 	"io"
-	"sync"
 
 	"github.com/pgw-go/pgw/retry"
 )
@@ -13,12 +12,9 @@ import (
 // called unless Recv returned io.EOF or an error, and may be called from
 // another goroutine to abort a Recv, and more than once.
 type Stream struct {
-	g    *GatewayClient
-	st   *retry.Stream
-	ctx  context.Context // the caller's
-	cctx context.Context // the call's: the caller's, also cancelled by Close
-	done func()
-	once sync.Once
+	g  *GatewayClient
+	st *retry.Stream
+	c  *call
 }
 
 var _ ChatStream = (*Stream)(nil)
@@ -34,11 +30,11 @@ func (s *Stream) Usage() Usage { return s.st.Usage() }
 // source's admission back.
 func (s *Stream) Recv() (ChatChunk, error) {
 	ch, err := s.st.Recv()
-	if err != nil {
-		s.end()
-		if err != io.EOF {
-			err = s.g.closedErr(s.ctx, s.cctx, err)
-		}
+	switch {
+	case err == io.EOF:
+		s.end(nil, resultOf)
+	case err != nil:
+		err = s.end(err, resultOf)
 	}
 	return ch, err
 }
@@ -47,16 +43,15 @@ func (s *Stream) Recv() (ChatChunk, error) {
 // as Released (an abandoned answer says nothing about the source).
 func (s *Stream) Close() error {
 	err := s.st.Close()
-	s.end()
+	s.end(nil, func(context.Context, error) string { return ResultAbandoned })
 	return err
 }
 
-// end deregisters the stream from its gateway, once.
-func (s *Stream) end() {
-	s.once.Do(func() {
-		s.g.mu.Lock()
-		delete(s.g.streams, s)
-		s.g.mu.Unlock()
-		s.done()
-	})
+// end ends the stream's call, once: it leaves the gateway's open streams and
+// reports the call's result.
+func (s *Stream) end(err error, result func(context.Context, error) string) error {
+	s.g.mu.Lock()
+	delete(s.g.streams, s)
+	s.g.mu.Unlock()
+	return s.c.end(err, result)
 }
