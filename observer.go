@@ -113,20 +113,12 @@ func (r *reporter) attempt(ctx context.Context, a AttemptRecord) {
 	r.log.LogAttrs(ctx, slog.LevelDebug, "pgw: attempt", attrs...)
 }
 
-func (r *reporter) stateChange(ctx context.Context, s StateChange) {
+// stateChange goes to the observer only: admission logs the state changes
+// it sees itself.
+func (r *reporter) stateChange(s StateChange) {
 	if r.obs != nil {
 		r.obs.ObserveStateChange(s)
 	}
-	level := slog.LevelInfo
-	if s.To == gate.Open {
-		level = slog.LevelWarn
-	}
-	r.log.LogAttrs(ctx, level, "pgw: breaker state changed",
-		slog.String("scope", s.Scope),
-		slog.String("source", s.Source),
-		slog.String("from", s.From.String()),
-		slog.String("to", s.To.String()),
-		slog.Duration("retry_after", s.RetryAfter.Round(time.Millisecond)))
 }
 
 // outcomeOf classifies an attempt's error as the loops do (retry.Classify),
@@ -216,9 +208,9 @@ func (o *observedGate) TryEnter(ctx context.Context, source string) (gate.Decisi
 	switch {
 	case err != nil:
 	case d.Probe:
-		o.see(ctx, source, gate.HalfOpen, 0)
+		o.see(source, gate.HalfOpen, 0)
 	case !d.Allowed:
-		o.see(ctx, source, d.State, d.RetryAfter)
+		o.see(source, d.State, d.RetryAfter)
 	}
 	return d, err
 }
@@ -247,11 +239,11 @@ func (o *observedGate) Record(ctx context.Context, source string, d gate.Decisio
 		}
 		s.mu.Unlock()
 	}
-	o.see(ctx, source, u.State, u.RetryAfter)
+	o.see(source, u.State, u.RetryAfter)
 	return u, err
 }
 
-func (o *observedGate) see(ctx context.Context, source string, st gate.State, retryAfter time.Duration) {
+func (o *observedGate) see(source string, st gate.State, retryAfter time.Duration) {
 	s := o.sources[source]
 	if s == nil {
 		return
@@ -264,7 +256,7 @@ func (o *observedGate) see(ctx context.Context, source string, st gate.State, re
 	counts := s.counts
 	s.counts = observe.Counts{}
 	s.mu.Unlock()
-	o.rep.stateChange(ctx, StateChange{Scope: o.scope, Source: source, From: from, To: st,
+	o.rep.stateChange(StateChange{Scope: o.scope, Source: source, From: from, To: st,
 		RetryAfter: retryAfter, Counts: counts, At: time.Now()})
 }
 

@@ -111,8 +111,9 @@ func (h *handler) Handle(_ context.Context, r slog.Record) error {
 		}
 		h.p.line(s)
 	case "pgw: breaker state changed":
-		s := fmt.Sprintf("%s breaker of %s: %s → %s", scope, get("source"), get("from"), get("to"))
-		if get("to") == "open" {
+		to := get("state")
+		s := fmt.Sprintf("%s breaker of %s: %s → %s", scope, get("source"), get("from"), to)
+		if to == "open" {
 			s += ", cooldown ends in " + roundDur(a["retry_after"])
 		}
 		h.p.line(s)
