@@ -1,0 +1,5 @@
+//go:build !race
+
+package modelcheck
+
+const underRace = false
