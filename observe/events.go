@@ -8,7 +8,8 @@ import (
 )
 
 // The values of AttemptRecord.Outcome: the classes of SPEC §7 (retry.Class
-// names), plus OutcomeAbandoned for a chat stream closed before its end.
+// names), plus OutcomeAbandoned for a chat stream closed before its end and
+// OutcomePanic.
 const (
 	OutcomeSuccess     = "success"
 	OutcomeFailure     = "failure"
@@ -17,6 +18,8 @@ const (
 	OutcomeCallerError = "caller_error"
 	OutcomeCanceled    = "canceled"
 	OutcomeAbandoned   = "abandoned"
+	// OutcomePanic: the attempt panicked; the panic went on to the caller.
+	OutcomePanic = "panic"
 )
 
 // The values of CallResult.Result.

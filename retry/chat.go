@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -110,11 +111,15 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 		return nil, transport.Usage{}, err
 	}
 	t, cancel := h.keep()
+	if err == nil {
+		h.rep.firstChunk()
+	}
 	s := &Stream{
 		l:      c.l,
 		ctx:    ctx,
 		st:     st,
 		ticket: t,
+		rep:    h.rep,
 		cancel: func() { cancelCause(nil); cancel() },
 	}
 	if err == io.EOF {
@@ -134,6 +139,7 @@ type Stream struct {
 	ctx     context.Context // the caller's: tells a cancellation from a failure
 	st      transport.ChatStream
 	ticket  *admission.Ticket
+	rep     *attemptReport // nil without an observer
 	cancel  func()
 	first   transport.ChatChunk
 	pending bool
@@ -161,7 +167,7 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 	}
 	if s.end != nil {
 		if s.end == io.EOF {
-			s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)})
+			s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)}, observe.OutcomeSuccess, nil)
 		}
 		return transport.ChatChunk{}, s.end
 	}
@@ -172,14 +178,15 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		return ch, nil
 	case err == io.EOF:
 		s.end = io.EOF
-		s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)})
+		s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)}, observe.OutcomeSuccess, nil)
 		return transport.ChatChunk{}, io.EOF
 	}
 	s.end = err
 	if s.ctx.Err() != nil {
-		s.finish(admission.Result{Outcome: released})
+		s.finish(admission.Result{Outcome: released}, observe.OutcomeCanceled, err)
 	} else {
-		s.finish(resultOf(s.l.classify(err)))
+		class := s.l.classify(err)
+		s.finish(resultOf(class), outcomeOf(class), err)
 	}
 	return transport.ChatChunk{}, err
 }
@@ -191,7 +198,7 @@ func (s *Stream) Close() error {
 	if s.st != nil {
 		err = s.st.Close()
 	}
-	s.finish(admission.Result{Outcome: released, Tokens: settled(s.usage)})
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.usage)}, observe.OutcomeAbandoned, nil)
 	return err
 }
 
@@ -201,13 +208,33 @@ func (s *Stream) note(ch transport.ChatChunk) {
 	}
 }
 
-// finish gives the admission back once and ends the stream's ctx.
-func (s *Stream) finish(r admission.Result) {
+// finish gives the admission back once and ends the stream's ctx. With an
+// observer it reports the attempt (outcome, err), then gives back — so a
+// state change the outcome causes follows it — then the call's result.
+func (s *Stream) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
+	s.rep.end(outcome, err, s.usage)
 	_ = s.ticket.Done(s.ctx, r)
 	s.cancel()
+	if s.rep != nil {
+		s.rep.r.end(streamResult(s.ctx, outcome), err)
+	}
+}
+
+// streamResult is the CallResult.Result of a call whose stream ended with
+// outcome: the stream's end is the call's.
+func streamResult(ctx context.Context, outcome string) string {
+	switch {
+	case outcome == observe.OutcomeSuccess:
+		return observe.ResultSuccess
+	case outcome == observe.OutcomeAbandoned:
+		return observe.ResultAbandoned
+	case outcome == observe.OutcomeCanceled || ctx.Err() != nil:
+		return observe.ResultCanceled
+	}
+	return observe.ResultError // cut after the first chunk: not retried
 }
 
 // estimateChat is the token reservation of a chat request: the caller's

@@ -23,6 +23,13 @@
 // call-level retry, which lives entirely here; re-submitting later is the
 // caller's task-level retry (seed 000 §3.6).
 //
+// With Config.Observer every attempt reports its start and its record
+// (outcome, HTTP status, latency, tokens, the upstream's Retry-After) and
+// every call its result, on the call's goroutine and in causal order: the
+// attempt's record comes before the ticket is given back, so a breaker state
+// change it causes (reported by the admission) follows it. A chat stream
+// reports its attempt and its call when the stream ends.
+//
 // Time is injected everywhere: a gate.Clock, a sleep function and a random
 // source, so tests drive cooldowns, backoff and the stall budget without
 // waiting. Per-attempt timeouts are context deadlines.

@@ -13,6 +13,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -46,9 +47,15 @@ type Config struct {
 	// Rand returns a number in [0, 1), safe for concurrent use (default
 	// math/rand/v2.Float64).
 	Rand func() float64
-	// Logger receives wait lines and give-back failures (default
-	// slog.Default()).
+	// Logger receives wait lines, breaker state changes and give-back
+	// failures (default slog.Default()).
 	Logger *slog.Logger
+	// Observer receives every attempt (start and record), call result,
+	// breaker state change, gate rejection and wait of the scope (package
+	// observe); nil means none. It is called synchronously on the calls'
+	// goroutines, outside every lock: wrap anything slower than a counter
+	// in observe.Async.
+	Observer observe.Observer
 }
 
 // Loop runs governed calls for one scope. Build one per scope with New and
@@ -69,6 +76,7 @@ type Loop struct {
 	log         *slog.Logger
 	deliveries  Deliveries
 	minBatch    int
+	obs         observe.Full // nil: no observer
 }
 
 // New builds the loop of cfg.Scope.
@@ -93,6 +101,7 @@ func New(cfg Config) (*Loop, error) {
 		sleep:       cfg.Sleep,
 		rand:        cfg.Rand,
 		log:         cfg.Logger,
+		obs:         observe.AsFull(cfg.Observer),
 	}
 	if l.classify == nil {
 		l.classify = Classify
@@ -131,6 +140,7 @@ func New(cfg Config) (*Loop, error) {
 		Sleep:        l.sleep,
 		Rand:         l.rand,
 		Logger:       l.log,
+		Observer:     cfg.Observer,
 	})
 	var ce *admission.ConfigError
 	if errors.As(err, &ce) {
@@ -188,6 +198,7 @@ type hold struct {
 	ticket *admission.Ticket
 	cancel context.CancelFunc
 	kept   bool
+	rep    *attemptReport // nil without an observer
 }
 
 func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
@@ -197,8 +208,30 @@ func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
 
 type attemptFunc[T any] func(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
 
-// run is the one loop behind Run, Chat, Embed and OCR.
+// run is the one loop behind Run, Chat, Embed and OCR, with the call's
+// result reported to the observer (by the stream instead, when a chat stream
+// took the call over).
 func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
+	rep := l.newReport()
+	if rep == nil {
+		return rounds(ctx, l, estTokens, demote, attempt, nil)
+	}
+	returned := false
+	defer func() {
+		if !returned { // an attempt panicked; the panic goes on
+			rep.end(observe.ResultError, errPanicked)
+		}
+	}()
+	v, err := rounds(ctx, l, estTokens, demote, attempt, rep)
+	returned = true
+	if !rep.handed {
+		rep.end(callResult(ctx, l, err), err)
+	}
+	return v, err
+}
+
+// rounds runs admission rounds and attempts until the call ends.
+func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T], rep *report) (T, error) {
 	var zero T
 	stall := NewStallClock(l.clock, l.window, &l.deliveries)
 	call := l.adm.NewCall(stall)
@@ -219,7 +252,7 @@ func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, atte
 			continue
 		}
 		attempts++
-		v, class, err := attemptOnce(ctx, l, stall, t, attempt)
+		v, class, err := attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, attempts))
 		switch class {
 		case Success:
 			l.deliveries.Mark(l.clock.Now())
@@ -254,23 +287,32 @@ func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, atte
 
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
-func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T]) (v T, class Class, err error) {
+func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T], ar *attemptReport) (v T, class Class, err error) {
 	src := l.sources[t.Source]
 	actx, cancel := context.WithCancel(ctx)
 	if src.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, src.Timeout)
 	}
-	h := &hold{ticket: t, cancel: cancel}
+	h := &hold{ticket: t, cancel: cancel, rep: ar}
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
+	var usage transport.Usage
+	outcome := observe.OutcomePanic // until the attempt returns
 	stall.BeginAttempt()
 	defer func() {
 		stall.EndAttempt()
-		if !h.kept {
-			cancel()
-			_ = t.Done(ctx, res)
+		if h.kept {
+			// The stream reports its attempt, and the call, when it ends.
+			if ar != nil {
+				ar.r.handed = true
+			}
+			return
 		}
+		cancel()
+		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
+		_ = t.Done(ctx, res)
 	}()
-	v, usage, err := attempt(actx, src, h)
+	v, usage, err = attempt(actx, src, h)
+	outcome = observe.OutcomeSuccess
 	if err == nil {
 		res = admission.Result{Outcome: gate.Success, Tokens: settled(usage)}
 		return v, Success, nil
@@ -278,6 +320,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	var zero T
 	if ctx.Err() != nil {
 		// The caller gave up: the attempt says nothing about the source.
+		outcome = observe.OutcomeCanceled
 		return zero, Canceled, ctx.Err()
 	}
 	class = l.classify(err)
@@ -287,6 +330,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		// returned as a value, so it goes back to the caller untouched.
 		class = CallerError
 	}
+	outcome = outcomeOf(class)
 	return zero, class, err
 }
 
