@@ -15,8 +15,10 @@ import (
 // state changes (log line and observe.StateChange), gate rejections and waits
 // to the observer. The breaker is the truth: after each gate answer the state
 // in it is compared with the last one seen; on a difference the gate's
-// Snapshot is read once, and its generation decides whether the change is
-// news. The check costs a few atomic loads per answer; the Snapshot read —
+// Snapshot is read once and decides whether the change is news. Only one
+// read per source runs at a time and the next starts after its verdict, so
+// the snapshots of one source are judged in the order they were read and its
+// state changes are reported one after the other. The check costs a few atomic loads per answer; the Snapshot read —
 // one gate operation, one Redis round trip — happens only when a gate answer
 // shows another state, a new generation of a Closed record (an operator's
 // override or reset) or a probe, on the goroutine that saw it, so that the
@@ -38,7 +40,6 @@ type watched struct {
 	busy  atomic.Bool   // a reconcile is reading the gate
 
 	mu     sync.Mutex
-	gen    uint64     // generation last seen
 	forced gate.Force // override last seen
 	counts observe.Counts
 }
@@ -127,14 +128,15 @@ func (w *watch) reconcile(ctx context.Context, i int, tok uint64) {
 	case snap.State == gate.Closed:
 		s.tok.Store(snap.Generation)
 	}
+	// No generation check: reads do not overlap (busy), so this snapshot is
+	// newer than any judged before — and a record that expired in Redis
+	// starts again at generation 0.
 	s.mu.Lock()
 	from, fromForced := gate.State(s.state.Load()), s.forced
-	if snap.Generation < s.gen || (snap.State == from && snap.Forced == fromForced) {
-		s.gen = max(s.gen, snap.Generation)
+	if snap.State == from && snap.Forced == fromForced {
 		s.mu.Unlock()
 		return
 	}
-	s.gen = snap.Generation
 	s.forced = snap.Forced
 	s.state.Store(uint32(snap.State))
 	counts := s.counts

@@ -291,3 +291,21 @@ func TestWaitEndReportsTheErrorThatEndedIt(t *testing.T) {
 	assert.Equal(t, "circuit_open", end.Reason)
 	assert.Greater(t, end.Waited, window, "stalled: waited out the stall window")
 }
+
+// A Redis record that expired while idle comes back as a fresh Closed record
+// at generation 0: it is still news when the last state seen was Open.
+func TestRecordThatStartsOverAtGenerationZeroIsSeen(t *testing.T) {
+	o := newObserved(t)
+	for range 3 {
+		o.attempt(t, gate.Failure)
+	}
+	require.Len(t, o.ev.changes(), 1)
+	fresh, err := memory.NewBreaker(gate.Policy{}, memory.WithClock(o.clk))
+	require.NoError(t, err)
+	o.g.ProviderGate = fresh // the record expired
+	o.attempt(t, gate.Success)
+	ch := o.ev.changes()
+	require.Len(t, ch, 2)
+	assert.Equal(t, [2]gate.State{gate.Open, gate.Closed}, [2]gate.State{ch[1].From, ch[1].To})
+	assert.Zero(t, ch[1].Generation)
+}

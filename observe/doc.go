@@ -19,8 +19,8 @@
 // the call the event belongs to, synchronously. The events of one call
 // therefore arrive in the order they happened: an attempt's start, its
 // record, then the state change its outcome caused, then the call's result.
-// Events of different calls may interleave; StateChange.Generation orders the
-// state changes of one source.
+// Events of different calls may interleave; the state changes of one source
+// are reported one after the other (each From is the previous To).
 //
 // A synchronous observer that blocks slows the calls that report to it.
 // Async(o, n) puts a bounded queue and one goroutine in front of o: a call

@@ -112,8 +112,8 @@ type StateChange struct {
 	// From and To are the states before and after.
 	From, To gate.State
 	// Generation is the record's generation after the change; it grows on
-	// every transition, so it orders the changes of one source even when
-	// they reach an observer out of order.
+	// every transition (a Redis record that expired while idle starts again
+	// at 0).
 	Generation uint64
 	// Forced is the operator's override after the change (gate.Forcer).
 	Forced gate.Force
