@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
@@ -38,9 +39,12 @@ func NewBreaker(p gate.Policy, opts ...Option) (*Breaker, error) {
 // Policy returns the effective policy, defaults filled in.
 func (b *Breaker) Policy() gate.Policy { return b.p }
 
-// record is one source's breaker state.
+// record is one source's breaker state. Every field is guarded by mu; word
+// mirrors the few facts the Closed success path needs so that path can skip
+// the lock (see publish).
 type record struct {
 	mu          sync.Mutex
+	word        atomic.Uint64 // gen<<2 | dirtyBit | closedBit, published at unlock
 	state       gate.State
 	seq         uint64 // last token handed out; generations and leases share it
 	gen         uint64 // token of the current generation
@@ -53,6 +57,26 @@ type record struct {
 	forced      gate.Force // operator override (force.go)
 }
 
+const (
+	closedBit = 1 << 0 // state is Closed
+	dirtyBit  = 1 << 1 // consecFails > 0: a success must take the lock to reset it
+)
+
+// unlock publishes the record's word and releases mu. Every locked section
+// ends here, so a lock-free reader of word sees the record as it was at some
+// unlock: its reads linearise at that instant.
+func (r *record) unlock() {
+	w := r.gen << 2
+	if r.state == gate.Closed {
+		w |= closedBit
+	}
+	if r.consecFails > 0 {
+		w |= dirtyBit
+	}
+	r.word.Store(w)
+	r.mu.Unlock()
+}
+
 type lease struct {
 	token uint64
 	until time.Time
@@ -62,10 +86,12 @@ func (b *Breaker) record(source string) *record {
 	if r, ok := b.records.Load(source); ok {
 		return r.(*record)
 	}
-	r, _ := b.records.LoadOrStore(source, &record{
+	fresh := &record{
 		cooldown: b.p.Cooldown,
 		leases:   make([]lease, 0, b.p.HalfOpenProbes),
-	})
+	}
+	fresh.word.Store(closedBit)
+	r, _ := b.records.LoadOrStore(source, fresh)
 	return r.(*record)
 }
 
@@ -81,10 +107,14 @@ func (b *Breaker) peek(source string) *record {
 // TryEnter asks whether a call to source may run now. It never blocks on I/O.
 func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, error) {
 	r := b.record(source)
+	if w := r.word.Load(); w&closedBit != 0 {
+		// The hot path takes no lock and reads no clock: Closed admission
+		// depends on neither.
+		return gate.Decision{Allowed: true, State: gate.Closed, Token: w >> 2}, nil
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if r.state == gate.Closed {
-		// The hot path reads no clock: Closed admission does not depend on time.
 		return gate.Decision{Allowed: true, State: gate.Closed, Token: r.gen}, nil
 	}
 	now := b.clock.Now()
@@ -120,11 +150,15 @@ func (b *Breaker) Record(_ context.Context, source string, d gate.Decision, o ga
 		return gate.Update{}, gate.ErrUnknownOutcome
 	}
 	r := b.record(source)
+	fast := o == gate.Success && b.width == 0 && d.Allowed && !d.Probe && d.Token < 1<<62
+	if fast && r.word.Load() == d.Token<<2|closedBit {
+		// The hot path: a current Closed success with no failures to reset
+		// and no window to feed changes nothing; no lock, no clock.
+		return gate.Update{Applied: true, State: gate.Closed}, nil
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.state == gate.Closed && o == gate.Success && b.width == 0 && d.Allowed && !d.Probe && d.Token == r.gen {
-		// The hot path: a current Closed success with no window to feed
-		// needs no clock.
+	defer r.unlock()
+	if fast && r.state == gate.Closed && d.Token == r.gen {
 		r.consecFails = 0
 		return gate.Update{Applied: true, State: gate.Closed}, nil
 	}
@@ -251,7 +285,9 @@ func (b *Breaker) trips(r *record, now time.Time) bool {
 
 // grown is the cooldown after a failed probe: multiplied, capped.
 func (b *Breaker) grown(c time.Duration) time.Duration {
-	next := time.Duration(float64(c) * b.p.CooldownMultiplier)
+	// Truncated to the microsecond, the resolution of Redis TIME, so that
+	// both backends grow a cooldown alike (the model check compares them).
+	next := time.Duration(float64(c) * b.p.CooldownMultiplier).Truncate(time.Microsecond)
 	if next > b.p.MaxCooldown || next < c { // next < c: overflow
 		return b.p.MaxCooldown
 	}

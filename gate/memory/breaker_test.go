@@ -104,3 +104,62 @@ func BenchmarkClosedSuccessParallelSources(b *testing.B) {
 		}
 	})
 }
+
+// The lock-free Closed success path must still reset a failure streak.
+func TestSuccessBetweenFailuresResetsTheStreak(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 3})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i, o := range []gate.Outcome{gate.Failure, gate.Failure, gate.Success, gate.Failure, gate.Failure} {
+		d, err := b.TryEnter(ctx, "s")
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "call %d", i)
+		u, err := b.Record(ctx, "s", d, o)
+		require.NoError(t, err)
+		assert.Equal(t, gate.Closed, u.State, "call %d", i)
+	}
+}
+
+// Successes racing a failure streak that never reaches the threshold on its
+// own never open the breaker, whatever the interleaving.
+func TestConcurrentSuccessesNeverTripAShortStreak(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 2})
+	require.NoError(t, err)
+	ctx := context.Background()
+	done := make(chan struct{})
+	errc := make(chan error, 5)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errc <- nil
+					return
+				default:
+				}
+				d, _ := b.TryEnter(ctx, "s")
+				if !d.Allowed {
+					errc <- assert.AnError
+					return
+				}
+				_, _ = b.Record(ctx, "s", d, gate.Success)
+			}
+		}()
+	}
+	for i := range 20000 {
+		o := gate.Success
+		if i%2 == 0 {
+			o = gate.Failure
+		}
+		d, err := b.TryEnter(ctx, "s")
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "opened after %d outcomes of a streak of at most 1", i)
+		u, err := b.Record(ctx, "s", d, o)
+		require.NoError(t, err)
+		require.Equal(t, gate.Closed, u.State)
+	}
+	close(done)
+	for range 4 {
+		require.NoError(t, <-errc)
+	}
+}

@@ -21,7 +21,7 @@ func (b *Breaker) Force(_ context.Context, source string, f gate.Force) error {
 	}
 	r := b.record(source)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.newGeneration()
 	r.forced = f
 	r.consecFails = 0
