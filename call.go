@@ -3,7 +3,6 @@ package pgw
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/pgw-go/pgw/retry"
 )
@@ -30,32 +29,17 @@ func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(c
 	if err != nil {
 		return zero, err
 	}
-	c, err := gw.enter(ctx, scope)
+	c, err := gw.enter(ctx)
 	if err != nil {
 		return zero, err
 	}
 	ended := false
 	defer func() {
-		if !ended { // fn panicked
-			_ = c.end(errors.New("pgw: the Call function panicked"), resultOf)
+		if !ended { // fn panicked: release the call, let the panic go on
+			_ = c.end(nil)
 		}
 	}()
-	ci := c.info
-	v, err := retry.Run(c.ctx, sc.loop, 0, func(actx context.Context, src Source) (T, Usage, error) {
-		rec := ci.begin(gw.rep, src.Name)
-		finished := false
-		defer func() {
-			if !finished { // fn panicked: reported as a failure, the panic goes on
-				rec.Outcome, rec.Latency = OutcomeFailure, time.Since(rec.Start)
-				gw.rep.attempt(actx, rec)
-			}
-		}()
-		v, u, err := fn(actx, src)
-		finished = true
-		rec.Outcome, rec.Err, rec.Latency, rec.Usage = outcomeOf(ci.ctx, err), err, time.Since(rec.Start), u
-		gw.rep.attempt(actx, rec)
-		return v, u, err
-	})
+	v, err := retry.Run(c.ctx, sc.loop, 0, fn)
 	ended = true
-	return v, c.end(err, resultOf)
+	return v, c.end(err)
 }

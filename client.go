@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
 	"github.com/pgw-go/pgw/retry"
@@ -29,7 +30,6 @@ var ErrClosed = errors.New("pgw: gateway client is closed")
 type GatewayClient struct {
 	scopes map[string]*scope
 	names  []string // configured scopes, in settings order
-	rep    *reporter
 	log    *slog.Logger
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
@@ -52,7 +52,8 @@ type GatewayClient struct {
 type scope struct {
 	name    string
 	loop    *retry.Loop
-	breaker *observedGate
+	breaker gate.ProviderGate
+	sources map[string]bool
 	chat    *retry.Chat
 	embed   *retry.Embed
 	ocr     *retry.OCR
@@ -90,7 +91,6 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	}
 	g := &GatewayClient{
 		scopes:  make(map[string]*scope, len(s.Scopes)),
-		rep:     &reporter{log: o.logger, obs: observe.AsFull(o.observer)},
 		log:     o.logger,
 		streams: map[*Stream]struct{}{},
 	}
@@ -128,9 +128,9 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			ocr = def
 		}
 	}
-	chat = observedChat{tr: chat, rep: g.rep}
-	embed = observedEmbed{tr: embed, rep: g.rep}
-	ocr = observedOCR{tr: ocr, rep: g.rep}
+	// Attempts are logged at Debug through the loops' observer, next to the
+	// caller's.
+	obs := observe.Multi(attemptLog{log: o.logger}, o.observer)
 
 	var preload []func(context.Context) error
 	for _, sc := range s.Scopes {
@@ -141,13 +141,13 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		if len(preload) == 0 {
 			preload = gates.preload // the scripts are the same for every scope
 		}
-		og := newObservedGate(gates.breaker, sc.Name, sc.Sources, g.rep)
 		cfg := retry.Config{
-			Scope:   sc,
-			Breaker: og,
-			Quota:   gates.quota,
-			Backoff: o.backoff,
-			Logger:  o.logger,
+			Scope:    sc,
+			Breaker:  gates.breaker,
+			Quota:    gates.quota,
+			Backoff:  o.backoff,
+			Logger:   o.logger,
+			Observer: obs,
 		}
 		if sc.Name == ScopeChat {
 			p, err := newPacer(sc)
@@ -160,7 +160,10 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		if err != nil {
 			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
 		}
-		sp := &scope{name: sc.Name, loop: loop, breaker: og}
+		sp := &scope{name: sc.Name, loop: loop, breaker: gates.breaker, sources: make(map[string]bool, len(sc.Sources))}
+		for _, src := range sc.Sources {
+			sp.sources[src.Name] = true
+		}
 		switch sc.Name {
 		case ScopeChat:
 			sp.chat = retry.NewChat(loop, chat, retry.ChatOptions{FirstTokenTimeout: o.firstToken})
@@ -199,12 +202,12 @@ func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse
 	if err != nil {
 		return ChatResponse{}, err
 	}
-	c, err := g.enter(ctx, ScopeChat)
+	c, err := g.enter(ctx)
 	if err != nil {
 		return ChatResponse{}, err
 	}
 	resp, err := sc.chat.Complete(c.ctx, req)
-	return resp, c.end(err, resultOf)
+	return resp, c.end(err)
 }
 
 // ChatStream opens a governed streamed chat completion in the CHAT scope. It
@@ -217,13 +220,13 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.enter(ctx, ScopeChat)
+	c, err := g.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	st, err := sc.chat.Stream(c.ctx, req)
 	if err != nil {
-		return nil, c.end(err, resultOf)
+		return nil, c.end(err)
 	}
 	s := &Stream{g: g, st: st, c: c}
 	g.mu.Lock()
@@ -247,12 +250,12 @@ func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedRespo
 	if err != nil {
 		return EmbedResponse{}, err
 	}
-	c, err := g.enter(ctx, ScopeEmbedding)
+	c, err := g.enter(ctx)
 	if err != nil {
 		return EmbedResponse{}, err
 	}
 	resp, err := sc.embed.Embed(c.ctx, req)
-	return resp, c.end(err, resultOf)
+	return resp, c.end(err)
 }
 
 // OCR runs a governed OCR call in the OCR scope: one image, one attempt at a
@@ -262,12 +265,12 @@ func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, e
 	if err != nil {
 		return OCRResponse{}, err
 	}
-	c, err := g.enter(ctx, ScopeOCR)
+	c, err := g.enter(ctx)
 	if err != nil {
 		return OCRResponse{}, err
 	}
 	resp, err := sc.ocr.OCR(c.ctx, req)
-	return resp, c.end(err, resultOf)
+	return resp, c.end(err)
 }
 
 // OCRPages reads every page in the OCR scope, pages concurrently
@@ -278,12 +281,12 @@ func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCR
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.enter(ctx, ScopeOCR)
+	c, err := g.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := sc.ocr.Pages(c.ctx, pages)
-	return resp, c.end(err, resultOf)
+	return resp, c.end(err)
 }
 
 // Snapshot reads the breaker record of one source of a scope, without moving
@@ -293,15 +296,15 @@ func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) 
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if _, ok := sc.breaker.sources[source]; !ok {
+	if !sc.sources[source] {
 		return Snapshot{}, fmt.Errorf("pgw: scope %q has no source %q", scopeName, source)
 	}
-	c, err := g.enter(ctx, scopeName)
+	c, err := g.enter(ctx)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	snap, err := sc.breaker.Snapshot(c.ctx, source)
-	return snap, c.end(err, nil)
+	return snap, c.end(err)
 }
 
 // Admission returns the admission of a scope, for inspection (its memo, its

@@ -557,7 +557,7 @@ func TestCallFunctionPanicIsReraisedAndReported(t *testing.T) {
 			panic("boom")
 		})
 	})
-	assert.Equal(t, []string{"a:failure"}, rec.Outcomes())
+	assert.Equal(t, []string{"a:panic"}, rec.Outcomes())
 	// The panic gave everything back: the next call runs.
 	v, err := pgw.Call(context.Background(), gw, "JOB", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil })
 	require.NoError(t, err)

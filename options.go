@@ -36,8 +36,9 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithObserver makes the gateway report every attempt and every breaker
-// state change it sees to obs (see Observer). A nil obs reports nothing.
+// WithObserver makes the gateway report to obs every attempt and every
+// breaker state change it sees, and the optional events obs implements the
+// interfaces of (see Observer). A nil obs reports nothing.
 func WithObserver(obs Observer) Option {
 	return func(o *options) { o.observer = obs }
 }

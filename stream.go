@@ -1,7 +1,6 @@
 package pgw
 
 import (
-	"context"
 	"io"
 
 	"github.com/pgw-go/pgw/retry"
@@ -32,9 +31,9 @@ func (s *Stream) Recv() (ChatChunk, error) {
 	ch, err := s.st.Recv()
 	switch {
 	case err == io.EOF:
-		s.end(nil, resultOf)
+		s.end(nil)
 	case err != nil:
-		err = s.end(err, resultOf)
+		err = s.end(err)
 	}
 	return ch, err
 }
@@ -43,15 +42,15 @@ func (s *Stream) Recv() (ChatChunk, error) {
 // as Released (an abandoned answer says nothing about the source).
 func (s *Stream) Close() error {
 	err := s.st.Close()
-	s.end(nil, func(context.Context, error) string { return ResultAbandoned })
+	s.end(nil)
 	return err
 }
 
-// end ends the stream's call, once: it leaves the gateway's open streams and
-// reports the call's result.
-func (s *Stream) end(err error, result func(context.Context, error) string) error {
+// end ends the stream's call: it leaves the gateway's open streams and
+// gives back the call's registration (once).
+func (s *Stream) end(err error) error {
 	s.g.mu.Lock()
 	delete(s.g.streams, s)
 	s.g.mu.Unlock()
-	return s.c.end(err, result)
+	return s.c.end(err)
 }
