@@ -1,0 +1,235 @@
+// Package prom exposes what pgw does as Prometheus metrics: a Collector that
+// is both an observe.Observer (hand it to the gateway) and a
+// prometheus.Collector (register it). It lives in its own package so that
+// pgw's core does not depend on the Prometheus client.
+//
+//	c := prom.New()
+//	prometheus.MustRegister(c)
+//	obs := c.Async(0) // never slows a call; drops counted in pgw_observer_dropped_total
+//	defer obs.Close()
+//	… retry.Config{Observer: obs} / the gateway's observer option …
+//
+// Metrics (every name starts with pgw_):
+//
+//	pgw_attempts_total{scope,source,outcome}          counter: finished attempts by outcome
+//	pgw_gate_rejections_total{scope,source,reason}    counter: sources skipped by admission, by reason
+//	pgw_calls_total{scope,result}                     counter: finished calls by result
+//	pgw_breaker_state{scope,source}                   gauge: 0 closed, 1 open, 2 half_open
+//	pgw_breaker_forced{scope,source}                  gauge: operator override, 0 none, 1 open, 2 closed
+//	pgw_in_flight{scope,source}                       gauge: attempts running
+//	pgw_attempt_duration_seconds{scope,source}        histogram: attempt latency
+//	pgw_wait_duration_seconds{scope}                  histogram: time calls waited for a runnable source
+//	pgw_observer_dropped_total                        counter: events an Async queue dropped
+//
+// The breaker gauges show the state this process last saw: a source appears
+// with its first attempt (as closed) or its first state change.
+package prom
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgw-go/pgw/observe"
+)
+
+// Default histogram buckets, in seconds. Attempts run from milliseconds
+// (embeddings) to minutes (long streamed answers); waits from a poll interval
+// to the stall window.
+var (
+	DefaultAttemptBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120}
+	DefaultWaitBuckets    = []float64{0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600}
+)
+
+// Option configures a Collector.
+type Option func(*options)
+
+type options struct {
+	attemptBuckets []float64
+	waitBuckets    []float64
+	constLabels    prometheus.Labels
+}
+
+// WithAttemptBuckets sets the buckets of pgw_attempt_duration_seconds.
+func WithAttemptBuckets(b []float64) Option { return func(o *options) { o.attemptBuckets = b } }
+
+// WithWaitBuckets sets the buckets of pgw_wait_duration_seconds.
+func WithWaitBuckets(b []float64) Option { return func(o *options) { o.waitBuckets = b } }
+
+// WithConstLabels adds labels to every metric (e.g. the service's name).
+func WithConstLabels(l prometheus.Labels) Option { return func(o *options) { o.constLabels = l } }
+
+// Dropper is what counts dropped events: *observe.AsyncObserver.
+type Dropper interface {
+	Dropped() uint64
+}
+
+// Collector turns observe events into Prometheus metrics. It is an
+// observe.Full and a prometheus.Collector, safe for concurrent use; every
+// event costs a label lookup and an atomic update, so it may be called
+// synchronously, though Async is the safer default.
+type Collector struct {
+	attempts   *prometheus.CounterVec
+	rejections *prometheus.CounterVec
+	calls      *prometheus.CounterVec
+	state      *prometheus.GaugeVec
+	forced     *prometheus.GaugeVec
+	inFlight   *prometheus.GaugeVec
+	attemptDur *prometheus.HistogramVec
+	waitDur    *prometheus.HistogramVec
+	dropped    prometheus.CounterFunc
+
+	droppers atomic.Pointer[[]Dropper]
+	known    sync.Map // scope+"\x00"+source → struct{}: breaker gauges set
+}
+
+var (
+	_ observe.Full         = (*Collector)(nil)
+	_ prometheus.Collector = (*Collector)(nil)
+)
+
+// New returns a Collector; register it with a prometheus.Registerer.
+func New(opts ...Option) *Collector {
+	o := options{attemptBuckets: DefaultAttemptBuckets, waitBuckets: DefaultWaitBuckets}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	c := &Collector{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgw_attempts_total", Help: "Finished attempts of governed calls, by outcome.", ConstLabels: o.constLabels,
+		}, []string{"scope", "source", "outcome"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgw_gate_rejections_total", Help: "Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, adaptive_paced).", ConstLabels: o.constLabels,
+		}, []string{"scope", "source", "reason"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgw_calls_total", Help: "Finished governed calls, by result.", ConstLabels: o.constLabels,
+		}, []string{"scope", "result"}),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pgw_breaker_state", Help: "Breaker state last seen: 0 closed, 1 open, 2 half_open.", ConstLabels: o.constLabels,
+		}, []string{"scope", "source"}),
+		forced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pgw_breaker_forced", Help: "Operator override last seen: 0 none, 1 forced open, 2 forced closed.", ConstLabels: o.constLabels,
+		}, []string{"scope", "source"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pgw_in_flight", Help: "Attempts running.", ConstLabels: o.constLabels,
+		}, []string{"scope", "source"}),
+		attemptDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pgw_attempt_duration_seconds", Help: "Attempt latency (a chat stream: until it ended).", Buckets: o.attemptBuckets, ConstLabels: o.constLabels,
+		}, []string{"scope", "source"}),
+		waitDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pgw_wait_duration_seconds", Help: "Time calls waited for a runnable source.", Buckets: o.waitBuckets, ConstLabels: o.constLabels,
+		}, []string{"scope"}),
+	}
+	c.dropped = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "pgw_observer_dropped_total", Help: "Observer events dropped by a full Async queue (or after Close).", ConstLabels: o.constLabels,
+	}, c.droppedTotal)
+	return c
+}
+
+// CountDropped adds d's Dropped to pgw_observer_dropped_total.
+func (c *Collector) CountDropped(d Dropper) {
+	for {
+		old := c.droppers.Load()
+		var next []Dropper
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, d)
+		if c.droppers.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// Async returns c behind an observe.Async queue of buffer events (≤ 0: the
+// default) whose drops pgw_observer_dropped_total counts. Close it when done.
+func (c *Collector) Async(buffer int) *observe.AsyncObserver {
+	a := observe.Async(c, buffer)
+	c.CountDropped(a)
+	return a
+}
+
+func (c *Collector) droppedTotal() float64 {
+	var n uint64
+	if ds := c.droppers.Load(); ds != nil {
+		for _, d := range *ds {
+			n += d.Dropped()
+		}
+	}
+	return float64(n)
+}
+
+// Describe sends every metric's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics() {
+		m.Describe(ch)
+	}
+}
+
+// Collect sends every metric's current values.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.metrics() {
+		m.Collect(ch)
+	}
+}
+
+func (c *Collector) metrics() []prometheus.Collector {
+	return []prometheus.Collector{c.attempts, c.rejections, c.calls, c.state, c.forced, c.inFlight, c.attemptDur, c.waitDur, c.dropped}
+}
+
+// see makes a source's breaker gauges exist (closed, no override) from its
+// first event on, so dashboards list every source that ran.
+func (c *Collector) see(scope, source string) {
+	if _, ok := c.known.Load(scope + "\x00" + source); ok {
+		return
+	}
+	if _, loaded := c.known.LoadOrStore(scope+"\x00"+source, struct{}{}); !loaded {
+		c.state.WithLabelValues(scope, source).Add(0)
+		c.forced.WithLabelValues(scope, source).Add(0)
+	}
+}
+
+// ObserveAttemptStart counts the attempt in flight.
+func (c *Collector) ObserveAttemptStart(e observe.AttemptStart) {
+	c.see(e.Scope, e.Source)
+	c.inFlight.WithLabelValues(e.Scope, e.Source).Inc()
+}
+
+// ObserveAttempt counts the attempt by outcome, records its latency and
+// takes it out of flight.
+func (c *Collector) ObserveAttempt(e observe.AttemptRecord) {
+	c.attempts.WithLabelValues(e.Scope, e.Source, e.Outcome).Inc()
+	c.attemptDur.WithLabelValues(e.Scope, e.Source).Observe(seconds(e.Latency))
+	c.inFlight.WithLabelValues(e.Scope, e.Source).Dec()
+}
+
+// ObserveStateChange sets the breaker gauges.
+func (c *Collector) ObserveStateChange(e observe.StateChange) {
+	c.known.Store(e.Scope+"\x00"+e.Source, struct{}{})
+	c.state.WithLabelValues(e.Scope, e.Source).Set(float64(e.To))
+	c.forced.WithLabelValues(e.Scope, e.Source).Set(float64(e.Forced))
+}
+
+// ObserveRejection counts the rejection by reason.
+func (c *Collector) ObserveRejection(e observe.Rejection) {
+	c.rejections.WithLabelValues(e.Scope, e.Source, e.Reason).Inc()
+}
+
+// ObserveWaitStart does nothing: a wait is measured when it ends.
+func (c *Collector) ObserveWaitStart(observe.WaitStart) {}
+
+// ObserveWaitEnd records how long the call waited.
+func (c *Collector) ObserveWaitEnd(e observe.WaitEnd) {
+	c.waitDur.WithLabelValues(e.Scope).Observe(seconds(e.Waited))
+}
+
+// ObserveCall counts the call by result.
+func (c *Collector) ObserveCall(e observe.CallResult) {
+	c.calls.WithLabelValues(e.Scope, e.Result).Inc()
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
