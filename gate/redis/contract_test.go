@@ -58,6 +58,14 @@ func TestRedisCluster(t *testing.T) {
 		})
 	})
 
+	t.Run("QuotaContract", func(t *testing.T) {
+		contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
+			q, err := redis.NewQuota(c, "chat", limits)
+			require.NoError(t, err)
+			return q, contracttest.RealClock{}
+		})
+	})
+
 	t.Run("KeysOfASourceShareOneSlot", func(t *testing.T) {
 		b, err := redis.NewBreaker(c, "chat", gate.Policy{})
 		require.NoError(t, err)

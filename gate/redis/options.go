@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // DefaultPrefix is the key prefix when WithPrefix is not given
@@ -14,6 +15,7 @@ type Option func(*options)
 
 type options struct {
 	prefix string
+	lease  time.Duration
 }
 
 // WithPrefix sets the prefix of every key the gate writes (default "pgw"),
@@ -23,8 +25,16 @@ func WithPrefix(prefix string) Option {
 	return func(o *options) { o.prefix = prefix }
 }
 
+// WithLease sets how long a quota gate's in-flight lease lives (default
+// DefaultLease; at least 1ms). Set it above the longest call a permit covers:
+// a lease that expires under a running call frees its slot early. Breaker
+// gates ignore it.
+func WithLease(d time.Duration) Option {
+	return func(o *options) { o.lease = d }
+}
+
 func buildOptions(opts []Option) (options, error) {
-	o := options{prefix: DefaultPrefix}
+	o := options{prefix: DefaultPrefix, lease: DefaultLease}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -32,6 +42,9 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	if o.prefix == "" || strings.ContainsAny(o.prefix, "{}") {
 		return o, &ArgumentError{Name: "prefix", Value: o.prefix, Legal: "non-empty, without '{' or '}'"}
+	}
+	if o.lease < time.Millisecond {
+		return o, &ArgumentError{Name: "lease", Value: o.lease.String(), Legal: "≥ 1ms"}
 	}
 	return o, nil
 }

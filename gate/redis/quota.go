@@ -78,7 +78,7 @@ func NewQuota(c goredis.UniversalClient, scope string, limits map[string]gate.Li
 	q := &Quota{
 		c:       c,
 		prefix:  o.prefix + ":{" + strings.ToLower(scope) + ":",
-		lease:   DefaultLease,
+		lease:   o.lease,
 		sources: make(map[string]*quotaSource, len(limits)),
 	}
 	for name, l := range limits {
@@ -94,20 +94,6 @@ func NewQuota(c goredis.UniversalClient, scope string, limits map[string]gate.Li
 		}
 	}
 	return q, nil
-}
-
-// WithLease returns a copy of q whose in-flight leases last d instead of
-// DefaultLease; d must be at least 1ms. Set it above the longest call a
-// permit covers: a lease that expires under a running call frees its slot
-// early. (It is a method rather than an Option until options.go carries the
-// field.)
-func (q *Quota) WithLease(d time.Duration) (*Quota, error) {
-	if d < time.Millisecond {
-		return nil, &ArgumentError{Name: "lease", Value: d.String(), Legal: "≥ 1ms"}
-	}
-	c := *q
-	c.lease = d
-	return &c, nil
 }
 
 // Lease returns the in-flight lease length.

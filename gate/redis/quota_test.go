@@ -68,9 +68,7 @@ func TestNewQuotaRejectsInvalidArguments(t *testing.T) {
 		assert.Len(t, le.Problems, 2)
 	})
 	t.Run("LeaseShorterThanOneMillisecond", func(t *testing.T) {
-		q, err := redis.NewQuota(c, "chat", nil)
-		require.NoError(t, err)
-		_, err = q.WithLease(time.Microsecond)
+		_, err := redis.NewQuota(c, "chat", nil, redis.WithLease(time.Microsecond))
 		var ae *redis.ArgumentError
 		require.ErrorAs(t, err, &ae)
 		assert.Equal(t, "lease", ae.Name)
@@ -100,7 +98,7 @@ func TestQuotaUnreleasedPermitExpiresAtLease(t *testing.T) {
 	q0, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {MaxInFlight: 1}})
 	require.NoError(t, err)
 	assert.Equal(t, redis.DefaultLease, q0.Lease())
-	q, err := q0.WithLease(time.Second)
+	q, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {MaxInFlight: 1}}, redis.WithLease(time.Second))
 	require.NoError(t, err)
 	ctx := t.Context()
 
@@ -132,10 +130,8 @@ func TestQuotaUnreleasedPermitExpiresAtLeaseRedisServer(t *testing.T) {
 	t.Parallel()
 	srv := testutil.StartRedis(t)
 	c := realClient(t, srv.Addr)
-	q0, err := redis.NewQuota(c, uniqueScope(), map[string]gate.Limits{"s": {MaxInFlight: 1}})
-	require.NoError(t, err)
 	const lease = 200 * time.Millisecond
-	q, err := q0.WithLease(lease)
+	q, err := redis.NewQuota(c, uniqueScope(), map[string]gate.Limits{"s": {MaxInFlight: 1}}, redis.WithLease(lease))
 	require.NoError(t, err)
 	ctx := t.Context()
 	_, d, err := q.Acquire(ctx, "s", 0)

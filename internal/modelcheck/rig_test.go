@@ -132,11 +132,8 @@ func (r *miniRig) quotaWorld(limits map[string]gate.Limits, lease time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	red, err := redis.NewQuota(r.c, "mq", limits)
+	red, err := redis.NewQuota(r.c, "mq", limits, redis.WithLease(lease))
 	if err != nil {
-		return nil, err
-	}
-	if red, err = red.WithLease(lease); err != nil {
 		return nil, err
 	}
 	var rq gate.QuotaGate = red
@@ -176,11 +173,8 @@ func (r *realRig) quotaWorld(limits map[string]gate.Limits, lease time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	red, err := redis.NewQuota(r.c, r.newScope(), limits)
+	red, err := redis.NewQuota(r.c, r.newScope(), limits, redis.WithLease(lease))
 	if err != nil {
-		return nil, err
-	}
-	if red, err = red.WithLease(lease); err != nil {
 		return nil, err
 	}
 	return newQuotaWorld(limits, mem, red, tl, realTolerance, lease), nil
