@@ -107,3 +107,29 @@ func TestForceRejectsUnknownValueWithoutRoundTrip(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "s", fe.Source)
 }
+
+// An operator tool forces with whatever policy it has (the defaults); the
+// gateway's own policy decides the cooldown afterwards.
+func TestForceLeavesTheCooldownToTheGatewaysPolicy(t *testing.T) {
+	_, _, c := newMini(t)
+	app, err := redis.NewBreaker(c, "chat", gate.Policy{ConsecutiveFailures: 1, Cooldown: 7 * time.Second})
+	require.NoError(t, err)
+	tool, err := redis.NewBreaker(c, "chat", gate.Policy{})
+	require.NoError(t, err)
+	ctx := t.Context()
+	d, err := app.TryEnter(ctx, "s")
+	require.NoError(t, err)
+	_, err = app.Record(ctx, "s", d, gate.Failure)
+	require.NoError(t, err)
+	for _, f := range []gate.Force{gate.ForceClosed, gate.ForceNone} {
+		require.NoError(t, tool.Force(ctx, "s", f))
+		s, err := app.Snapshot(ctx, "s")
+		require.NoError(t, err)
+		assert.Equal(t, 7*time.Second, s.Cooldown, "after %v", f)
+	}
+	d, err = app.TryEnter(ctx, "s")
+	require.NoError(t, err)
+	u, err := app.Record(ctx, "s", d, gate.Failure)
+	require.NoError(t, err)
+	assert.Equal(t, 7*time.Second, u.RetryAfter, "the next trip uses the gateway's cooldown")
+}

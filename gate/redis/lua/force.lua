@@ -6,7 +6,8 @@
 -- Every Force is a transition: a new generation (seq keeps growing, so
 -- decisions granted before it stay fenced), counts, window and leases
 -- cleared. A forced Open has no end (ou 0: RetryAfter 0); forced Closed and
--- the reset start a fresh Closed record with the policy's cooldown. A forced
+-- the reset start a fresh Closed record with the policy's cooldown. The only
+-- ARGV of the policy this script uses is the key TTL (11), on reset. A forced
 -- record keeps no TTL until it is reset, which gives the TTL back.
 local f = tonumber(ARGV[NPOLICY + 1])
 local r = load(KEYS[1])
@@ -22,9 +23,14 @@ if f == FORCE_OPEN then
   set(r, 'st', OPEN) -- the cooldown stays for after the release
 else
   set(r, 'st', CLOSED)
-  set(r, 'cd', P.cooldown)
 end
 save(r, KEYS)
+if f ~= FORCE_OPEN then
+  -- Back to the policy's cooldown. The field is dropped rather than set, so
+  -- the next script reads the cooldown of its own policy: an operator tool
+  -- that forces without knowing the deployment's policy sets none.
+  redis.call('HDEL', KEYS[1], 'cd')
+end
 if f ~= FORCE_NONE then
   redis.call('PERSIST', KEYS[1])
 end
