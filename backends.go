@@ -61,7 +61,9 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 type scopeGates struct {
 	breaker gate.ProviderGate
 	quota   gate.QuotaGate // nil: no source of the scope is limited
-	preload []func(context.Context) error
+	// preloadBreaker and preloadQuota load the Redis scripts (nil for the
+	// other backends); the scripts are the same for every scope.
+	preloadBreaker, preloadQuota func(context.Context) error
 }
 
 // buildGates builds sc's gates on the backends s names.
@@ -91,7 +93,7 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 		if err != nil {
 			return g, err
 		}
-		g.preload = append(g.preload, rb.Preload)
+		g.preloadBreaker = rb.Preload
 		g.breaker = rb
 		if down == redis.FailOpen {
 			mb, err := local()
@@ -125,7 +127,7 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 	if err != nil {
 		return g, err
 	}
-	g.preload = append(g.preload, rq.Preload)
+	g.preloadQuota = rq.Preload
 	g.quota = rq
 	if down == redis.FailOpen {
 		g.quota = &quotaFailover{primary: rq, fallback: mq, log: log, every: redis.DefaultRetryInterval}

@@ -132,14 +132,17 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	// caller's.
 	obs := observe.Multi(attemptLog{log: o.logger}, o.observer)
 
-	var preload []func(context.Context) error
+	var preloadBreaker, preloadQuota func(context.Context) error
 	for _, sc := range s.Scopes {
 		gates, err := buildGates(&s, sc, g.redis, o.logger)
 		if err != nil {
 			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
 		}
-		if len(preload) == 0 {
-			preload = gates.preload // the scripts are the same for every scope
+		if preloadBreaker == nil {
+			preloadBreaker = gates.preloadBreaker
+		}
+		if preloadQuota == nil {
+			preloadQuota = gates.preloadQuota
 		}
 		cfg := retry.Config{
 			Scope:    sc,
@@ -176,12 +179,17 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		g.names = append(g.names, sc.Name)
 	}
 
-	for _, load := range preload {
+	for _, load := range []func(context.Context) error{preloadBreaker, preloadQuota} {
+		if load == nil {
+			continue
+		}
 		err := load(ctx)
 		if err == nil {
 			continue
 		}
-		if s.Redis.Down == config.RedisFailClosed || ctx.Err() != nil {
+		// fail_open starts on local gates when Redis does not answer in time;
+		// a cancelled start is no outage.
+		if s.Redis.Down == config.RedisFailClosed || errors.Is(ctx.Err(), context.Canceled) {
 			return fail(fmt.Errorf("pgw: loading the gate scripts into redis: %w", err))
 		}
 		o.logger.Warn("pgw: redis unreachable at start; gates serve from local memory until it answers",

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -126,4 +127,30 @@ func TestRedisDownFailOpenServesFromLocalGates(t *testing.T) {
 	var ase *pgw.AllSourcesExhausted
 	require.ErrorAs(t, err, &ase, "the local fallback still enforces RPM 2")
 	assert.Equal(t, []string{"solo:success", "emb:success", "emb:success"}, rec.Outcomes())
+}
+
+func TestRedisFailOpenServesLocallyDuringAnOutageThenReturnsToRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, redisEnv(t, "redis://"+srv.Addr+"/0", up))
+	ctx := context.Background()
+	in := pgw.EmbedRequest{Inputs: []string{"x"}}
+
+	_, err := gw.Chat(ctx, hello())
+	require.NoError(t, err)
+	srv.Stop()
+	_, err = gw.Chat(ctx, hello())
+	require.NoError(t, err, "breaker served locally")
+	_, err = gw.Embed(ctx, in)
+	require.NoError(t, err, "quota served locally")
+
+	srv.Restart(t) // empty: no keys, no scripts
+	backOnRedis := func() bool {
+		_, chatErr := gw.Chat(ctx, hello())
+		_, embedErr := gw.Embed(ctx, in)
+		n, err := srv.Do("DBSIZE")
+		return chatErr == nil && embedErr == nil && err == nil && n != "0"
+	}
+	// One call per second tries Redis again during an outage.
+	assert.Eventually(t, backOnRedis, 5*time.Second, 100*time.Millisecond)
 }
