@@ -112,6 +112,9 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		return nil, err
 	}
 
+	if err := checkBaseURLs(&s, o); err != nil {
+		return fail(err)
+	}
 	chat, embed, ocr := o.chat, o.embed, o.ocr
 	if chat == nil || embed == nil || ocr == nil {
 		def := openai.New(openai.WithHTTPClient(o.httpClient))
@@ -197,6 +200,31 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		break
 	}
 	return g, nil
+}
+
+// checkBaseURLs reports every source of a typed scope (CHAT, EMBEDDING, OCR)
+// that the default transport would call without a BASE_URL: such a call
+// could never succeed, so it is a configuration error, not a runtime one.
+func checkBaseURLs(s *Settings, o options) error {
+	def := map[string]bool{ScopeChat: o.chat == nil, ScopeEmbedding: o.embed == nil, ScopeOCR: o.ocr == nil}
+	var ps []ConfigProblem
+	for _, sc := range s.Scopes {
+		if !def[sc.Name] {
+			continue
+		}
+		for _, src := range sc.Sources {
+			if src.BaseURL == "" {
+				ps = append(ps, ConfigProblem{
+					Key:   sc.Name + "__" + config.Key(src.Name) + "__BASE_URL",
+					Legal: "an absolute http(s) URL: the default OpenAI-compatible transport needs it (or plug a transport in with pgw.With…Transport)",
+				})
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return &ConfigError{Problems: ps}
+	}
+	return nil
 }
 
 // Scopes returns the names of the configured scopes, in settings order.

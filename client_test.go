@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/testutil"
 	"github.com/pgw-go/pgw/retry"
 )
@@ -394,7 +395,8 @@ func TestCallRunsAnyFunctionInACustomScopeWithFailOver(t *testing.T) {
 }
 
 func TestUnknownScopeErrorListsTheConfiguredScopes(t *testing.T) {
-	gw, _ := newGateway(t, map[string]string{"PGW_SCOPES": "CHAT,RERANK", "CHAT__SOURCES": "a", "RERANK__SOURCES": "b"})
+	gw, _ := newGateway(t, map[string]string{"PGW_SCOPES": "CHAT,RERANK", "CHAT__SOURCES": "a",
+		"CHAT__A__BASE_URL": "http://127.0.0.1:1/v1", "RERANK__SOURCES": "b"})
 	ctx := context.Background()
 	_, err := pgw.Call(ctx, gw, "RERANKER", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 0, pgw.Usage{}, nil })
 	var use *pgw.UnknownScopeError
@@ -440,6 +442,41 @@ func TestNewFromEnvReportsEveryBadKeyInOneConfigError(t *testing.T) {
 		"EMBEDDING__E__BATCH_SIZE", "EMBEDDING__QUOTA_FULL",
 	}, keys)
 	assert.NotContains(t, err.Error(), "sk-secret-value", "secrets never appear in errors")
+}
+
+func TestDefaultTransportSourcesWithoutBaseURLAreAConfigError(t *testing.T) {
+	env := map[string]string{
+		"PGW_SCOPES":        "CHAT,OCR,RERANK",
+		"CHAT__SOURCES":     "a,b-2",
+		"CHAT__A__BASE_URL": "http://127.0.0.1:1/v1",
+		"OCR__SOURCES":      "r",
+		"RERANK__SOURCES":   "x", // Call functions may need no URL
+	}
+	s, err := config.FromMap(env)
+	require.NoError(t, err)
+	_, err = pgw.New(context.Background(), *s)
+	var ce *pgw.ConfigError
+	require.ErrorAs(t, err, &ce)
+	var keys []string
+	for _, p := range ce.Problems {
+		keys = append(keys, p.Key)
+	}
+	assert.Equal(t, []string{"CHAT__B_2__BASE_URL", "OCR__R__BASE_URL"}, keys)
+
+	gw, err := pgw.New(context.Background(), *s, pgw.WithChatTransport(up{}), pgw.WithOCRTransport(up{}))
+	require.NoError(t, err, "a plugged-in transport may need no URL")
+	require.NoError(t, gw.Close())
+}
+
+// up is a transport that needs no URL.
+type up struct{}
+
+func (up) ChatStream(context.Context, pgw.Source, pgw.ChatRequest) (pgw.ChatStream, error) {
+	return nil, errors.New("unused")
+}
+
+func (up) OCR(context.Context, pgw.Source, pgw.OCRRequest) (pgw.OCRResponse, error) {
+	return pgw.OCRResponse{}, errors.New("unused")
 }
 
 func TestNewValidatesSettingsBuiltInCode(t *testing.T) {
