@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/internal/testutil"
+)
+
+// pgw runs the command in-process and returns its exit status and output.
+func pgw(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// table parses status output into rows keyed "SCOPE/SOURCE", each a map from
+// column name to cell, cutting lines at the header's column offsets.
+func table(t *testing.T, out string) map[string]map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	require.NotEmpty(t, lines)
+	header := lines[0]
+	var names []string
+	var starts []int
+	for i, f := range strings.Fields(header) {
+		names = append(names, f)
+		start := strings.Index(header, f)
+		if i > 0 {
+			start = strings.Index(header[starts[i-1]+len(names[i-1]):], f) + starts[i-1] + len(names[i-1])
+		}
+		starts = append(starts, start)
+	}
+	rows := map[string]map[string]string{}
+	for _, l := range lines[1:] {
+		row := map[string]string{}
+		for i, n := range names {
+			end := len(l)
+			if i+1 < len(starts) {
+				end = min(starts[i+1], len(l))
+			}
+			row[n] = strings.TrimSpace(l[min(starts[i], len(l)):end])
+		}
+		rows[row["SCOPE"]+"/"+row["SOURCE"]] = row
+	}
+	return rows
+}
+
+// gatewayEnv is the configuration a gateway process would have: CHAT with
+// three sources (one with quotas), EMBEDDING with one.
+func gatewayEnv(t *testing.T, addr string) {
+	t.Setenv("PGW_REDIS_URL", "redis://"+addr)
+	t.Setenv("PGW_SCOPES", "CHAT,EMBEDDING")
+	t.Setenv("CHAT__SOURCES", "openai,azure,local")
+	t.Setenv("CHAT__FAILURE_THRESHOLD", "1")
+	t.Setenv("CHAT__COOLDOWN_S", "30")
+	t.Setenv("CHAT__OPENAI__RPM", "60")
+	t.Setenv("CHAT__OPENAI__TPM", "100000")
+	t.Setenv("CHAT__OPENAI__MAX_IN_FLIGHT", "4")
+	t.Setenv("EMBEDDING__SOURCES", "e1")
+}
+
+func trip(t *testing.T, b *redis.Breaker, source string) {
+	t.Helper()
+	ctx := t.Context()
+	d, err := b.TryEnter(ctx, source)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	u, err := b.Record(ctx, source, d, gate.Failure)
+	require.NoError(t, err)
+	require.Equal(t, gate.Open, u.State)
+}
+
+func TestStatusAndForceAgainstRedisServer(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	gatewayEnv(t, srv.Addr)
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+
+	chat, err := redis.NewBreaker(c, "CHAT", gate.Policy{ConsecutiveFailures: 1, Cooldown: 30 * time.Second})
+	require.NoError(t, err)
+	// openai: three calls admitted by the quota, one of them over.
+	q, err := redis.NewQuota(c, "CHAT", map[string]gate.Limits{"openai": {RPM: 60, TPM: 100000, MaxInFlight: 4}})
+	require.NoError(t, err)
+	var permits []gate.Permit
+	for range 3 {
+		p, d, err := q.Acquire(ctx, "openai", 1000)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		permits = append(permits, p)
+	}
+	require.NoError(t, q.Release(ctx, permits[0]))
+	// azure: open for 30s.
+	trip(t, chat, "azure")
+	// local: open for 20ms, then a probe holds its lease for a minute.
+	short, err := redis.NewBreaker(c, "CHAT", gate.Policy{ConsecutiveFailures: 1, Cooldown: 20 * time.Millisecond, ProbeTTL: time.Minute})
+	require.NoError(t, err)
+	trip(t, short, "local")
+	time.Sleep(40 * time.Millisecond) // real time: let the 20ms cooldown pass
+	d, err := short.TryEnter(ctx, "local")
+	require.NoError(t, err)
+	require.True(t, d.Probe)
+
+	// An operator forces EMBEDDING/e1 open.
+	code, out, errOut := pgw("open", "EMBEDDING", "e1")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "EMBEDDING/e1: closed → open (forced until reset)\n", out)
+
+	code, out, errOut = pgw("status")
+	require.Equal(t, exitOK, code, errOut)
+	t.Logf("pgw status:\n%s", out)
+	rows := table(t, out)
+	require.Len(t, rows, 4, "every configured source, with or without keys")
+
+	openai := rows["CHAT/openai"]
+	assert.Equal(t, "closed", openai["STATE"])
+	assert.Equal(t, "-", openai["FORCED"])
+	assert.Equal(t, "0", openai["FAILS"])
+	assert.Equal(t, "2/4", openai["IN_FLIGHT"], "one of three permits released")
+	assert.Equal(t, "3/60", openai["RPM_USED"])
+	// TPM drains about 1667 tokens a second: a few ms after the Acquires,
+	// a few dozen of the 3000 are gone.
+	tpm, ok := strings.CutSuffix(openai["TPM_USED"], "/100000")
+	require.True(t, ok, "TPM_USED %q", openai["TPM_USED"])
+	n, err := strconv.Atoi(tpm)
+	require.NoError(t, err)
+	assert.InDelta(t, 2900, n, 100, "TPM_USED %q", openai["TPM_USED"])
+
+	azure := rows["CHAT/azure"]
+	assert.Equal(t, "open", azure["STATE"])
+	assert.Equal(t, "30s", azure["COOLDOWN"])
+	left, err := time.ParseDuration(azure["RETRY_IN"])
+	require.NoError(t, err, "RETRY_IN %q", azure["RETRY_IN"])
+	assert.InDelta(t, float64(29*time.Second), float64(left), float64(time.Second))
+	assert.Equal(t, "-", azure["IN_FLIGHT"], "no quota on azure")
+
+	local := rows["CHAT/local"]
+	assert.Equal(t, "half_open", local["STATE"])
+	assert.True(t, strings.HasPrefix(local["PROBES"], "1/1 lease "), "PROBES %q", local["PROBES"])
+
+	e1 := rows["EMBEDDING/e1"]
+	assert.Equal(t, "open", e1["STATE"])
+	assert.Equal(t, "open", e1["FORCED"])
+	assert.Equal(t, "until reset", e1["RETRY_IN"])
+
+	// The override reaches the gateways' gate: TryEnter rejects, RetryAfter 0.
+	emb, err := redis.NewBreaker(c, "EMBEDDING", gate.Policy{})
+	require.NoError(t, err)
+	dec, err := emb.TryEnter(ctx, "e1")
+	require.NoError(t, err)
+	assert.False(t, dec.Allowed)
+	assert.Zero(t, dec.RetryAfter)
+
+	code, out, _ = pgw("close", "EMBEDDING", "e1")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, "EMBEDDING/e1: open (forced until reset) → closed (forced until reset)\n", out)
+	code, out, _ = pgw("close", "CHAT", "azure")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, "CHAT/azure: open → closed (forced until reset)\n", out)
+	code, out, _ = pgw("reset", "EMBEDDING", "e1")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, "EMBEDDING/e1: closed (forced until reset) → closed\n", out)
+
+	code, out, _ = pgw("status")
+	require.Equal(t, exitOK, code)
+	rows = table(t, out)
+	assert.Equal(t, "-", rows["EMBEDDING/e1"]["FORCED"])
+	assert.Equal(t, "closed", rows["CHAT/azure"]["FORCED"])
+	assert.Equal(t, "closed", rows["CHAT/azure"]["STATE"])
+}
+
+func TestForceOfAnUnknownSourceNeedsCreate(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	gatewayEnv(t, srv.Addr)
+	code, out, errOut := pgw("open", "CHAT", "opnai")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "no pgw state for CHAT/opnai")
+	assert.Contains(t, errOut, "-create")
+
+	code, out, errOut = pgw("-create", "open", "CHAT", "opnai")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/opnai: closed → open (forced until reset)\n", out)
+	code, out, _ = pgw("status")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, "open", table(t, out)["CHAT/opnai"]["FORCED"], "a source with keys is listed though not configured")
+}
+
+func TestStatusFlagsOverrideTheEnvironmentAndPrefixesSeparate(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	t.Setenv("PGW_REDIS_URL", "redis://127.0.0.1:1") // wrong on purpose: -redis wins
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	b, err := redis.NewBreaker(c, "OCR", gate.Policy{ConsecutiveFailures: 1}, redis.WithPrefix("blue"))
+	require.NoError(t, err)
+	trip(t, b, "vision")
+
+	code, out, errOut := pgw("-redis", "redis://"+srv.Addr, "status", "-prefix", "blue")
+	require.Equal(t, exitOK, code, errOut)
+	rows := table(t, out)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "open", rows["OCR/vision"]["STATE"])
+
+	code, out, _ = pgw("-redis", "redis://"+srv.Addr, "status")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, "no pgw state under prefix \"pgw\"\n", out, "another prefix's keys are not listed")
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		say  string
+	}{
+		{nil, "missing command"},
+		{[]string{"stats"}, `unknown command "stats"`},
+		{[]string{"status", "CHAT"}, "unexpected arguments"},
+		{[]string{"open", "CHAT"}, "want SCOPE SOURCE"},
+		{[]string{"-bogus", "status"}, "flag provided but not defined: -bogus"},
+		{[]string{"-prefix", "a{b", "status"}, `invalid -prefix "a{b"`},
+		{[]string{"-redis", "http://x", "status"}, "invalid -redis URL"},
+	} {
+		code, out, errOut := pgw(tc.args...)
+		assert.Equal(t, exitUsage, code, "%q", tc.args)
+		assert.Empty(t, out, "%q", tc.args)
+		assert.Contains(t, errOut, tc.say, "%q", tc.args)
+	}
+}
+
+func TestHelpPrintsUsageAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"status", "-h"}, {"-help"}} {
+		code, out, errOut := pgw(args...)
+		assert.Equal(t, exitOK, code, "%q", args)
+		assert.Contains(t, out, "usage: pgw [flags] status", "%q", args)
+		assert.Contains(t, out, "-redis URL", "%q", args)
+		assert.Empty(t, errOut, "%q", args)
+	}
+}
+
+func TestHelpNeverShowsTheRedisURL(t *testing.T) {
+	t.Setenv("PGW_REDIS_URL", "redis://:s3cret@10.0.0.1:6379/0")
+	_, out, _ := pgw("-h")
+	assert.NotContains(t, out, "s3cret")
+}
+
+func TestUnreachableRedisExitsOne(t *testing.T) {
+	code, out, errOut := pgw("-redis", "redis://127.0.0.1:1", "-timeout", "2s", "status")
+	assert.Equal(t, exitFail, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "pgw status: scanning keys")
+}
+
+func TestParseKey(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		ref  sourceRef
+		kind string
+		ok   bool
+	}{
+		{"pgw:{chat:openai}:cb", sourceRef{"CHAT", "openai"}, "cb", true},
+		{"pgw:{chat:eu-1}:inflight", sourceRef{"CHAT", "eu-1"}, "inflight", true},
+		{"pgw:{ocr:a:b}:quota", sourceRef{"OCR", "a:b"}, "quota", true},
+		{"pgw:{chat}:cb", sourceRef{}, "", false},
+		{"other:{chat:x}:cb", sourceRef{}, "", false},
+	} {
+		ref, kind, ok := parseKey("pgw:{", tc.key)
+		assert.Equal(t, tc.ok, ok, tc.key)
+		if tc.ok {
+			assert.Equal(t, tc.ref, ref, tc.key)
+			assert.Equal(t, tc.kind, kind, tc.key)
+		}
+	}
+	assert.Equal(t, `a\*b\?c\[d\]`, globEscape("a*b?c[d]"))
+}
+
+func TestUsedDrainsTheBucketToNow(t *testing.T) {
+	r := gate.NewRate(60) // one request per second drains
+	level := 10 * r.Unit
+	stamp := int64(1_000_000_000)
+	str := func(v int64) any { return strconv.FormatInt(v, 10) }
+	assert.Equal(t, "10/60", used(str(level), str(stamp), str(r.Unit), 60, stamp))
+	assert.Equal(t, "7/60", used(str(level), str(stamp), str(r.Unit), 60, stamp+3_000_000))
+	assert.Equal(t, "0/60", used(str(level), str(stamp), str(r.Unit), 60, stamp+3*60_000_000))
+	assert.Equal(t, "≤10", used(str(level), str(stamp), str(r.Unit), 0, stamp+3_000_000), "limit unknown: the last level, an upper bound")
+	assert.Equal(t, "0/60", used(nil, nil, nil, 60, stamp))
+	assert.Equal(t, "-", used(nil, nil, nil, 0, stamp))
+}
