@@ -259,7 +259,7 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, r result) {
 	u, err := b.gate.Record(ctx, b.name, d, r.outcome())
 	if err != nil {
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Record failed",
-			slog.String("breaker", b.name), slog.String("outcome", r.outcome().String()), slog.Any("error", err))
+			slog.String("breaker", b.name), slog.String("outcome", r.outcome().String()), slog.Any("err", err))
 		return
 	}
 	b.observe(ctx, u.State)

@@ -75,7 +75,7 @@ func (b *Breaker) reconcile(ctx context.Context) {
 	snap, err := b.gate.Snapshot(ctx, b.name)
 	if err != nil {
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Snapshot failed",
-			slog.String("breaker", b.name), slog.Any("error", err))
+			slog.String("breaker", b.name), slog.Any("err", err))
 		return
 	}
 	at := b.now()
@@ -137,7 +137,7 @@ func (b *Breaker) drain(ctx context.Context) {
 
 		b.logger.LogAttrs(ctx, slog.LevelInfo, "pgw/breaker: state change",
 			slog.String("breaker", ev.Name), slog.String("from", ev.From.String()),
-			slog.String("to", ev.To.String()), slog.Uint64("seq", ev.Seq),
+			slog.String("state", ev.To.String()), slog.Uint64("seq", ev.Seq),
 			slog.Duration("retry_after", ev.Gate.RetryAfter))
 		for _, fn := range listeners {
 			fn(ev)

@@ -236,7 +236,7 @@ func (f *Failover) settle(err error, probe bool) (fallBack bool) {
 		if !f.down {
 			f.down, f.since = true, now
 			f.log.Warn("pgw: redis unreachable, breaker gate serving from the local fallback until it answers",
-				"mode", f.mode.String(), "error", err.Error())
+				"mode", f.mode.String(), "err", err.Error())
 		}
 		return true
 	case err == nil && f.down && probe:
