@@ -75,7 +75,9 @@ func (s *scene) call(plan map[string][]answer) error {
 	return err
 }
 
-func httpStatus(status int) error { return &errs.HTTPError{StatusCode: status, Message: "upstream says no"} }
+func httpStatus(status int) error {
+	return &errs.HTTPError{StatusCode: status, Message: "upstream says no"}
+}
 
 func TestMetricsAfterAScriptedScenario(t *testing.T) {
 	s := newScene(t, "fail_fast")
