@@ -169,6 +169,16 @@ func TestStateChangesCostOneSnapshotPerTransitionSeen(t *testing.T) {
 		require.Len(t, rej, 1)
 	}
 	assert.Equal(t, int64(1), o.g.snaps.Load(), "rejections in the state already seen read nothing")
+
+	// The probe (half_open) and its success (closed): one read each; the
+	// Closed admissions after it, at the new generation, none.
+	o.clk.Advance(cooldown)
+	o.attempt(t, gate.Success)
+	assert.Equal(t, int64(3), o.g.snaps.Load())
+	for range 100 {
+		o.attempt(t, gate.Success)
+	}
+	assert.Equal(t, int64(3), o.g.snaps.Load(), "Closed admissions of a known generation read no snapshot")
 }
 
 // A Closed admission decided before a concurrent Record opened the breaker
