@@ -130,7 +130,9 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 	g.preloadQuota = rq.Preload
 	g.quota = rq
 	if down == redis.FailOpen {
-		g.quota = &quotaFailover{primary: rq, fallback: mq, log: log, every: redis.DefaultRetryInterval}
+		if g.quota, err = redis.NewQuotaFailover(rq, mq, redis.FailOpen, log); err != nil {
+			return g, err
+		}
 	}
 	return g, nil
 }

@@ -196,7 +196,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return fail(fmt.Errorf("pgw: loading the gate scripts into redis: %w", err))
 		}
 		o.logger.Warn("pgw: redis unreachable at start; gates serve from local memory until it answers",
-			"mode", string(s.Redis.Down), "error", err.Error())
+			"mode", string(s.Redis.Down), "err", err.Error())
 		break
 	}
 	return g, nil

@@ -2,10 +2,8 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
@@ -76,27 +74,10 @@ const fallbackBit = uint64(1) << 63
 type Failover struct {
 	primary  gate.ProviderGate
 	fallback gate.ProviderGate
-	mode     Mode
-	log      *slog.Logger
-	every    time.Duration
-
-	mu      sync.Mutex
-	down    bool      // an outage is in progress
-	since   time.Time // when it started
-	nextTry time.Time // earliest time a call may try the primary again
-	trying  bool      // one call is trying the primary during the outage
+	outage
 }
 
 var _ gate.ProviderGate = (*Failover)(nil)
-
-// FailoverOption configures a Failover.
-type FailoverOption func(*Failover)
-
-// WithRetryInterval sets how often, during an outage, one call tries Redis
-// again (default DefaultRetryInterval; 0 means every call).
-func WithRetryInterval(d time.Duration) FailoverOption {
-	return func(f *Failover) { f.every = max(d, 0) }
-}
 
 // NewFailover returns a gate that serves from primary and, in FailOpen mode,
 // from fallback while primary is unreachable. fallback may be nil for
@@ -114,27 +95,9 @@ func NewFailover(primary, fallback gate.ProviderGate, mode Mode, logger *slog.Lo
 	default:
 		return nil, &ArgumentError{Name: "mode", Value: mode.String(), Legal: "FailOpen, FailClosed"}
 	}
-	if logger == nil {
-		logger = slog.Default()
-	}
-	f := &Failover{primary: primary, fallback: fallback, mode: mode, log: logger, every: DefaultRetryInterval}
-	for _, o := range opts {
-		if o != nil {
-			o(f)
-		}
-	}
+	f := &Failover{primary: primary, fallback: fallback}
+	f.init("breaker", mode, logger, opts)
 	return f, nil
-}
-
-// Mode returns the failover mode.
-func (f *Failover) Mode() Mode { return f.mode }
-
-// Degraded reports whether an outage is in progress (calls are served by the
-// fallback).
-func (f *Failover) Degraded() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.down
 }
 
 // TryEnter asks the primary, or the fallback during an outage.
@@ -202,47 +165,4 @@ func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, 
 		}
 	}
 	return f.fallback.Snapshot(ctx, source)
-}
-
-// usePrimary reports whether this call goes to the primary: always outside
-// an outage; during one, a single call (the probe) once the retry interval
-// has passed.
-func (f *Failover) usePrimary() (use, probe bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.down {
-		return true, false
-	}
-	if f.trying || time.Now().Before(f.nextTry) {
-		return false, false
-	}
-	f.trying = true
-	return true, true
-}
-
-// settle books the primary's answer and reports whether the call must fall
-// back (Redis unreachable). Other errors belong to the caller.
-func (f *Failover) settle(err error, probe bool) (fallBack bool) {
-	unreachable := errors.Is(err, ErrUnreachable)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if probe {
-		f.trying = false
-	}
-	switch {
-	case unreachable:
-		now := time.Now()
-		f.nextTry = now.Add(f.every)
-		if !f.down {
-			f.down, f.since = true, now
-			f.log.Warn("pgw: redis unreachable, breaker gate serving from the local fallback until it answers",
-				"mode", f.mode.String(), "err", err.Error())
-		}
-		return true
-	case err == nil && f.down && probe:
-		f.down = false
-		f.log.Info("pgw: redis reachable again, breaker gate back on redis",
-			"outage", time.Since(f.since).Round(time.Millisecond).String())
-	}
-	return false
 }

@@ -1,0 +1,97 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// fallbackPermitID marks, in gate.Permit.ID, a permit the fallback granted.
+// Redis permit IDs are hex, so they never collide with it.
+const fallbackPermitID = "pgw-local-fallback"
+
+// QuotaFailover is the quota counterpart of Failover: it serves from a
+// primary quota gate (a Redis Quota) and, in FailOpen mode, from a local
+// fallback (a memory quota with the same limits) while the primary returns
+// errors matching ErrUnreachable (SPEC §13, PGW_REDIS_DOWN). Outages are
+// detected, retried and logged as Failover does.
+//
+// A permit goes back to the gate that granted it. A Redis permit whose Settle
+// or Release cannot reach Redis is dropped: its account cannot be corrected
+// now, and its in-flight lease expires in Redis by itself. Safe for
+// concurrent use; it starts no goroutine.
+type QuotaFailover struct {
+	primary, fallback gate.QuotaGate
+	outage
+}
+
+var _ gate.QuotaGate = (*QuotaFailover)(nil)
+
+// NewQuotaFailover returns a quota gate that serves from primary and, in
+// FailOpen mode, from fallback while primary is unreachable. fallback may be
+// nil for FailClosed. logger nil means slog.Default().
+func NewQuotaFailover(primary, fallback gate.QuotaGate, mode Mode, logger *slog.Logger, opts ...FailoverOption) (*QuotaFailover, error) {
+	if primary == nil {
+		return nil, &ArgumentError{Name: "primary", Value: "<nil>", Legal: "a gate.QuotaGate"}
+	}
+	switch mode {
+	case FailOpen:
+		if fallback == nil {
+			return nil, &ArgumentError{Name: "fallback", Value: "<nil>", Legal: "a gate.QuotaGate for fail_open"}
+		}
+	case FailClosed:
+	default:
+		return nil, &ArgumentError{Name: "mode", Value: mode.String(), Legal: "FailOpen, FailClosed"}
+	}
+	f := &QuotaFailover{primary: primary, fallback: fallback}
+	f.init("quota", mode, logger, opts)
+	return f, nil
+}
+
+// Acquire asks the primary, or the fallback during an outage.
+func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	if f.mode == FailClosed {
+		return f.primary.Acquire(ctx, source, estTokens)
+	}
+	if use, probe := f.usePrimary(); use {
+		p, d, err := f.primary.Acquire(ctx, source, estTokens)
+		if !f.settle(err, probe) {
+			return p, d, err
+		}
+	}
+	p, d, err := f.fallback.Acquire(ctx, source, estTokens)
+	if err == nil && d.Allowed {
+		p.ID = fallbackPermitID
+	}
+	return p, d, err
+}
+
+// Settle corrects the account of the gate that granted p.
+func (f *QuotaFailover) Settle(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if p.ID == fallbackPermitID {
+		p.ID = ""
+		return f.fallback.Settle(ctx, p, actualTokens)
+	}
+	return f.dropUnreachable(f.primary.Settle(ctx, p, actualTokens))
+}
+
+// Release frees p's slot in the gate that granted it.
+func (f *QuotaFailover) Release(ctx context.Context, p gate.Permit) error {
+	if p.ID == fallbackPermitID {
+		p.ID = ""
+		return f.fallback.Release(ctx, p)
+	}
+	return f.dropUnreachable(f.primary.Release(ctx, p))
+}
+
+// dropUnreachable turns an outage into success for the give-back of a Redis
+// permit in FailOpen mode.
+func (f *QuotaFailover) dropUnreachable(err error) error {
+	if f.mode == FailOpen && errors.Is(err, ErrUnreachable) {
+		f.settle(err, false)
+		return nil
+	}
+	return err
+}
