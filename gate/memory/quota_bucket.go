@@ -6,7 +6,7 @@ import "github.com/pgw-go/pgw/gate"
 // gate.Rate: level scaled units were in the bucket at the instant stamp (µs),
 // and it drains Drain units per µs. An admission that costs c units fits when
 // level + c ≤ Capacity. gate/redis/lua/quota_*.lua do the same arithmetic;
-// ARCHITECTURE-quota.md explains why the waits it computes are exact.
+// docs/QUOTA.md explains why the waits it computes are exact.
 type rateBucket struct {
 	gate.Rate
 	level int64
