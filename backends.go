@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -123,7 +124,7 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 		g.quota = mq
 		return g, nil
 	}
-	rq, err := redis.NewQuota(rc, sc.Name, limits, redis.WithPrefix(s.Redis.Prefix))
+	rq, err := redis.NewQuota(rc, sc.Name, limits, redis.WithPrefix(s.Redis.Prefix), redis.WithLease(permitLease(sc)))
 	if err != nil {
 		return g, err
 	}
@@ -135,6 +136,22 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 		}
 	}
 	return g, nil
+}
+
+// permitLease is how long a Redis in-flight slot outlives a permit nobody
+// gave back: a crashed process, or a reply Redis lost — an Acquire that ran
+// although its caller saw a timeout, a Release that never ran. A permit
+// covers one attempt, which the source's timeout bounds (a chat stream
+// included), so the lease is the probe lease's default for the scope's
+// slowest source, max(2 × timeout, timeout + 5 s), rather than
+// redis.DefaultLease: a 300 ms Redis stall used to take slots away for
+// 10 minutes (internal/faultsuite, TestSlowRedisAgainstTheOperationTimeout).
+func permitLease(sc config.ScopeSettings) time.Duration {
+	var slowest time.Duration
+	for _, src := range sc.Sources {
+		slowest = max(slowest, src.Timeout)
+	}
+	return gate.DefaultProbeTTL(0, slowest)
 }
 
 // newPacer is the chat scope's AIMD pacer over its sources.

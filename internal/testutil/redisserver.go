@@ -108,6 +108,7 @@ func startRedis(t testing.TB, bin string, extra func(dir string) []string) (*Red
 			"--logfile", "redis.log",
 			"--daemonize", "no",
 		}
+		args = append(args, debugCommandArgs(bin)...)
 		if extra != nil {
 			args = append(args, extra(dir)...)
 		}
@@ -119,6 +120,30 @@ func startRedis(t testing.TB, bin string, extra func(dir string) []string) (*Red
 	}
 	return nil, lastErr
 }
+
+// debugCommandArgs lets loopback clients run DEBUG (fault tests use DEBUG
+// SLEEP to make the server slow). Redis 7 refuses DEBUG by default and older
+// servers do not know the option, so it is passed only to Redis 7 or later.
+func debugCommandArgs(bin string) []string {
+	debugOnce.Do(func() {
+		out, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			return
+		}
+		// "Redis server v=7.0.15 sha=…"
+		_, v, ok := strings.Cut(string(out), "v=")
+		major, _, _ := strings.Cut(v, ".")
+		if n, err := strconv.Atoi(major); ok && err == nil && n >= 7 {
+			debugArgs = []string{"--enable-debug-command", "local"}
+		}
+	})
+	return debugArgs
+}
+
+var (
+	debugOnce sync.Once
+	debugArgs []string
+)
 
 // start launches the process and waits for PING. Callers hold no lock.
 func (s *RedisServer) start() error {

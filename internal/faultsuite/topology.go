@@ -1,0 +1,93 @@
+package faultsuite
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Topology is the configuration every worker of a run shares: three scopes
+// over two upstreams.
+//
+//   - CHAT over sources a (Upstream1) and b (Upstream2), CIRCUIT_OPEN=wait;
+//   - EMBEDDING over source e (Upstream1), failing fast on open breakers;
+//   - TOOL (driven with pgw.Call) over t1 (Upstream1) and t2 (Upstream2),
+//     ToolInFlight calls each, waiting on full quotas and open breakers.
+//
+// Every source has MAX_IN_FLIGHT (so in-flight leases are taken and given
+// back on every call) and CHAT's a TPM (so permits are settled).
+type Topology struct {
+	// Backend is PGW_BREAKER_BACKEND: "redis" or "memory".
+	Backend string
+	// RedisAddr is Redis's host:port; ReadTimeout, when set, goes into
+	// PGW_REDIS_URL as read_timeout (the gate operations' timeout).
+	RedisAddr   string
+	ReadTimeout time.Duration
+	// Prefix is PGW_REDIS_PREFIX; Down is PGW_REDIS_DOWN.
+	Prefix string
+	Down   string
+	// Upstream1 and Upstream2 are the fake upstreams' base URLs.
+	Upstream1, Upstream2 string
+	// StallWindow, Poll, FailureThreshold, Cooldown and MaxCooldown apply to
+	// every scope; Timeout to every source.
+	StallWindow      time.Duration
+	Poll             time.Duration
+	FailureThreshold int
+	Cooldown         time.Duration
+	MaxCooldown      time.Duration
+	Timeout          time.Duration
+	// ToolInFlight is each TOOL source's MAX_IN_FLIGHT; WideInFlight that of
+	// the other sources.
+	ToolInFlight int
+	WideInFlight int
+}
+
+// Env renders t as environment keys (config.FromMap).
+func (t Topology) Env() map[string]string {
+	env := map[string]string{
+		"PGW_BREAKER_BACKEND": t.Backend,
+		"PGW_REDIS_PREFIX":    t.Prefix,
+		"PGW_REDIS_DOWN":      t.Down,
+		"PGW_SCOPES":          ScopeChat + "," + ScopeEmbed + "," + ScopeTool,
+		"CHAT__SOURCES":       "a,b",
+		"CHAT__CIRCUIT_OPEN":  "wait",
+		"EMBEDDING__SOURCES":  "e",
+		"TOOL__SOURCES":       "t1,t2",
+		"TOOL__CIRCUIT_OPEN":  "wait",
+		"TOOL__QUOTA_FULL":    "wait",
+	}
+	if t.RedisAddr != "" {
+		u := "redis://" + t.RedisAddr + "/0"
+		if t.ReadTimeout > 0 {
+			u += "?read_timeout=" + url.QueryEscape(t.ReadTimeout.String())
+		}
+		env["PGW_REDIS_URL"] = u
+	}
+	for _, scope := range []string{ScopeChat, ScopeEmbed, ScopeTool} {
+		env[scope+"__STALL_WINDOW_S"] = seconds(t.StallWindow)
+		env[scope+"__POLL_INTERVAL_S"] = seconds(t.Poll)
+		env[scope+"__FAILURE_THRESHOLD"] = strconv.Itoa(t.FailureThreshold)
+		env[scope+"__COOLDOWN_S"] = seconds(t.Cooldown)
+		env[scope+"__MAX_COOLDOWN_S"] = seconds(t.MaxCooldown)
+	}
+	source := func(scope, name, base string, limits map[string]int) {
+		k := scope + "__" + strings.ToUpper(name) + "__"
+		env[k+"BASE_URL"] = base
+		env[k+"TIMEOUT_S"] = seconds(t.Timeout)
+		for key, v := range limits {
+			env[k+key] = strconv.Itoa(v)
+		}
+	}
+	chat := map[string]int{"MAX_IN_FLIGHT": t.WideInFlight, "TPM": 10_000_000}
+	source(ScopeChat, "a", t.Upstream1, chat)
+	source(ScopeChat, "b", t.Upstream2, chat)
+	source(ScopeEmbed, "e", t.Upstream1, map[string]int{"MAX_IN_FLIGHT": t.WideInFlight, "RPM": 1_000_000})
+	tool := map[string]int{"MAX_IN_FLIGHT": t.ToolInFlight}
+	source(ScopeTool, "t1", t.Upstream1, tool)
+	source(ScopeTool, "t2", t.Upstream2, tool)
+	return env
+}
+
+func seconds(d time.Duration) string { return fmt.Sprint(d.Seconds()) }
