@@ -9,7 +9,7 @@ GO ?= go
 # refreshed, instead of failing `make test` for an unrelated root change.
 BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
-.PHONY: test demo bench lint cover
+.PHONY: test demo bench lint cover soak soak-short
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
 ## every test of the root module under the race detector. bench/ holds no
@@ -27,6 +27,18 @@ demo:
 ## ns/op, allocs/op and the pgw/peer ratios.
 bench:
 	$(BENCH_GO) run ./cmd/ratios
+
+## soak: a bounded soak on this machine, loopback only, at most 2 minutes:
+## 4 worker processes × 64 goroutines on a redis-server it starts, against
+## fake upstreams going healthy → 5xx storm → 429 storm → recovery → flaky;
+## prints calls, outcomes, p50/p99 overhead and invariant violations, and
+## fails on any. SOAK_FLAGS adds flags (-duration 120s, -redis host:port, -v).
+soak:
+	$(GO) run ./cmd/pgw-soak $(SOAK_FLAGS)
+
+## soak-short: the soak's CI form: 10 s, 2 processes × 16 goroutines.
+soak-short:
+	$(GO) run ./cmd/pgw-soak -duration 10s -procs 2 -goroutines 16 -think 100ms
 
 ## lint: gofmt must list nothing; go vet must be clean in both modules.
 lint:
