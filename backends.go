@@ -18,7 +18,11 @@ import (
 // newRedisClient builds the client of PGW_REDIS_URL, or of
 // PGW_REDIS_CLUSTER_ADDRS with the URL's credentials and options. Gate
 // scripts are not idempotent, so a command whose reply was lost is not
-// retried (MaxRetries -1) unless the URL asks for retries.
+// retried (MaxRetries -1) unless the URL asks for retries. The caller's
+// deadline bounds each gate operation (ContextTimeoutEnabled): without it
+// go-redis waits out its read timeout (5 s by default) whatever the ctx
+// says, and a call with a 100 ms deadline on a stalled Redis returned after
+// the whole stall (internal/faultsuite, TestCallerDeadlineBoundsGateOperationsOnASlowRedis).
 func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 	o, err := goredis.ParseURL(rs.URL.Reveal())
 	if err != nil {
@@ -30,10 +34,11 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 	if o.MaxRetries == 0 {
 		o.MaxRetries = -1
 	}
+	o.ContextTimeoutEnabled = true
 	if len(rs.ClusterAddrs) == 0 {
 		return goredis.NewClient(o), nil
 	}
-	return goredis.NewUniversalClient(&goredis.UniversalOptions{
+	uo := &goredis.UniversalOptions{
 		Addrs:           rs.ClusterAddrs,
 		IsClusterMode:   true,
 		ClientName:      o.ClientName,
@@ -55,7 +60,9 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 		ConnMaxIdleTime: o.ConnMaxIdleTime,
 		ConnMaxLifetime: o.ConnMaxLifetime,
 		TLSConfig:       o.TLSConfig,
-	}), nil
+	}
+	uo.ContextTimeoutEnabled = o.ContextTimeoutEnabled
+	return goredis.NewUniversalClient(uo), nil
 }
 
 // scopeGates are the breaker and quota gates of one scope.

@@ -1,14 +1,20 @@
 package faultsuite_test
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"net/http"
-	"time"
-
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/config"
 	fs "github.com/pgw-go/pgw/internal/faultsuite"
 	"github.com/pgw-go/pgw/internal/testutil"
 )
@@ -259,4 +265,63 @@ func TestMemoryBackendGivesEverythingBackUnderFaults(t *testing.T) {
 		},
 		capacity: requireCapacity,
 	})
+}
+
+// A caller's deadline bounds a gate operation on a stalled Redis: the
+// gateway's own client (PGW_REDIS_URL, default read timeout 5 s) sets its
+// socket deadlines from the call's ctx. Before, a call with a 100 ms deadline
+// returned when Redis woke up.
+func TestCallerDeadlineBoundsGateOperationsOnASlowRedis(t *testing.T) {
+	for _, mode := range []string{"fail_open", "fail_closed"} {
+		t.Run(mode, func(t *testing.T) {
+			r := &rig{t: t, up1: testutil.NewUpstream(t), up2: testutil.NewUpstream(t), prefix: "pgw-fault-deadline"}
+			r.redis = testutil.StartRedis(t)
+			s, err := config.FromMap(scenario{mode: mode, backend: "redis"}.env(r))
+			require.NoError(t, err)
+			gw, err := pgw.New(context.Background(), *s, pgw.WithLogger(slog.New(slog.DiscardHandler)))
+			require.NoError(t, err)
+			defer gw.Close()
+			in := pgw.EmbedRequest{Inputs: []string{"x"}}
+			_, err = gw.Embed(context.Background(), in)
+			require.NoError(t, err, "warm: scripts loaded, connections pooled")
+
+			slept := make(chan error, 1)
+			go func() {
+				_, err := r.redis.Do("DEBUG", "SLEEP", "1.5")
+				slept <- err
+			}()
+			require.True(t, waitAsleep(r.redis.Addr), "Redis went to sleep")
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err = gw.Embed(ctx, in)
+			took := time.Since(start)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Less(t, took, 600*time.Millisecond, "returned %v after the call began, Redis asleep for 1.5 s", took)
+			require.NoError(t, <-slept)
+		})
+	}
+}
+
+// waitAsleep reports, within 2 s, that the server at addr stopped answering
+// PING within 50 ms.
+func waitAsleep(addr string) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", addr, 50*time.Millisecond)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err = conn.Write([]byte("PING\r\n"))
+		if err == nil {
+			_, err = bufio.NewReader(conn).ReadString('\n')
+		}
+		conn.Close()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return true
+		}
+	}
+	return false
 }
