@@ -130,6 +130,7 @@ func report(w io.Writer, results []result, notes []string, cpu string) {
 		}
 		tw.Flush()
 	}
+	reportOverheads(w, overheads(results))
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
@@ -149,7 +150,8 @@ func cpuOf(raw []byte) string {
 }
 
 // shown lists the units the main table has columns for.
-var shown = map[string]bool{"ns/op": true, "B/op": true, "allocs/op": true, "calls/s": true, "redis-cmds/call": true}
+var shown = map[string]bool{"ns/op": true, "B/op": true, "allocs/op": true, "calls/s": true, "redis-cmds/call": true,
+	"overhead-ns/call": true} // reportOverheads shows it
 
 // others renders the medians of a benchmark's remaining units
 // ("errors/call", "counted/call", …), sorted by unit.
