@@ -60,7 +60,8 @@ var runCounter atomic.Uint64
 // gates newGate builds: every row of the pinned RetryAfter table, every
 // transition, cooldown growth and its cap, probe lease expiry, fencing of
 // stale and old-generation outcomes, Fatal from each state, Released,
-// concurrent probe grants, Snapshot, and the seed 000 §1.3 regression.
+// concurrent probe grants, Snapshot, the generation every answer carries
+// (gate/doc.go "Generations"), and the seed 000 §1.3 regression.
 //
 // Subtests run in parallel, each on its own gate and source; RunBreaker
 // returns when all of them have finished, so the caller may release shared
@@ -96,6 +97,7 @@ func RunBreaker(t *testing.T, newGate BreakerFactory) {
 	cases = append(cases, fatalReleasedCases()...)
 	cases = append(cases, snapshotCases()...)
 	cases = append(cases, concurrencyCases()...)
+	cases = append(cases, generationCases()...)
 
 	// The group blocks until every parallel subtest is done.
 	t.Run("Breaker", func(t *testing.T) {

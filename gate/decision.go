@@ -16,6 +16,15 @@ type Decision struct {
 	// Token is the fencing token: the generation for a Closed admission, the
 	// lease token for a probe. Record uses it to ignore stale outcomes.
 	Token uint64
+	// Generation is the record's generation at the moment of the answer:
+	// what Snapshot.Generation would have read at that instant, for every
+	// answer, allowed or not. Of two answers about one record the one with
+	// the greater generation saw the later state; see "Generations" in the
+	// package documentation for where that ordering ends.
+	Generation uint64
+	// Forced is the operator's override at the moment of the answer
+	// (ForceNone when there is none); see Forcer.
+	Forced Force
 }
 
 // Update is the answer of ProviderGate.Record.
@@ -26,6 +35,12 @@ type Update struct {
 	State State
 	// RetryAfter follows the pinned contract for the state after the outcome.
 	RetryAfter time.Duration
+	// Generation is the record's generation after the outcome (a fencing
+	// miss reports the current one), as Decision.Generation.
+	Generation uint64
+	// Forced is the operator's override after the outcome, as
+	// Decision.Forced.
+	Forced Force
 }
 
 // Snapshot is a read-only view of one source's breaker record.

@@ -38,6 +38,28 @@
 // expired). Anything else is a fencing miss: Update.Applied is false and the
 // record is untouched. A decision that was not allowed is always a miss.
 //
+// # Generations
+//
+// Every answer carries the record's generation and override at the instant it
+// was decided: Decision.Generation and Decision.Forced, Update.Generation and
+// Update.Forced, Snapshot.Generation and Snapshot.Forced. The generation
+// grows on every transition (Closed → Open, Open → HalfOpen, HalfOpen →
+// Closed or Open, every Force) and on nothing else, and a state or override
+// never changes without it. So a caller that sees answers about one record
+// from many goroutines can order them without reading the record again: a
+// greater generation is a later state; an equal one is the same state and
+// override (a HalfOpen answer, allowed or not, may differ only in leases).
+// Two limits, where a caller must read Snapshot to know:
+//
+//   - A record a backend forgot starts again at generation 0: a Redis record
+//     whose keys expired while idle (gate/redis).
+//   - A gate that answers from two records has two sequences that do not
+//     compare: redis.Failover marks the Generation of the Decisions and
+//     Updates of its fallback, like their tokens, with the top bit (its
+//     Snapshot reports whichever record it read, unmarked).
+//
+// Noop always answers generation 0, Closed, no override.
+//
 // # The pinned RetryAfter contract
 //
 // RetryAfter always means "time until a certain earliest moment at which a

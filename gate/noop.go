@@ -6,7 +6,8 @@ import (
 )
 
 // Noop is a ProviderGate that always allows (PGW_BREAKER_BACKEND=noop). It
-// keeps no state and is safe for concurrent use.
+// keeps no state and is safe for concurrent use. Its one record never
+// changes: every answer reads Closed at generation 0 with no override.
 type Noop struct{}
 
 var _ ProviderGate = Noop{}

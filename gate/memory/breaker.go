@@ -58,7 +58,10 @@ type record struct {
 }
 
 const (
-	closedBit = 1 << 0 // state is Closed
+	// closedBit: state is Closed and no override holds it, so an answer
+	// read from word alone (gen, Closed, ForceNone) is complete. A forced
+	// Closed record takes the lock, which is rare and tells Forced.
+	closedBit = 1 << 0
 	dirtyBit  = 1 << 1 // consecFails > 0: a success must take the lock to reset it
 )
 
@@ -67,7 +70,7 @@ const (
 // unlock: its reads linearise at that instant.
 func (r *record) unlock() {
 	w := r.gen << 2
-	if r.state == gate.Closed {
+	if r.state == gate.Closed && r.forced == gate.ForceNone {
 		w |= closedBit
 	}
 	if r.consecFails > 0 {
@@ -110,21 +113,28 @@ func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, err
 	if w := r.word.Load(); w&closedBit != 0 {
 		// The hot path takes no lock and reads no clock: Closed admission
 		// depends on neither.
-		return gate.Decision{Allowed: true, State: gate.Closed, Token: w >> 2}, nil
+		return gate.Decision{Allowed: true, State: gate.Closed, Token: w >> 2, Generation: w >> 2}, nil
 	}
+	return b.tryEnterLocked(r), nil
+}
+
+// tryEnterLocked is TryEnter off the hot path, under the record's lock. It
+// is a function of its own so that the hot path has no defer, and with it
+// no result kept in memory.
+func (b *Breaker) tryEnterLocked(r *record) gate.Decision {
 	r.mu.Lock()
 	defer r.unlock()
 	if r.state == gate.Closed {
-		return gate.Decision{Allowed: true, State: gate.Closed, Token: r.gen}, nil
+		return gate.Decision{Allowed: true, State: gate.Closed, Token: r.gen, Generation: r.gen, Forced: r.forced}
 	}
 	now := b.clock.Now()
 	if r.state == gate.Open {
 		if r.forced == gate.ForceOpen {
 			// No certain end: the operator may lift it at any moment.
-			return gate.Decision{State: gate.Open}, nil
+			return gate.Decision{State: gate.Open, Generation: r.gen, Forced: r.forced}
 		}
 		if now.Before(r.openUntil) {
-			return gate.Decision{State: gate.Open, RetryAfter: r.openUntil.Sub(now)}, nil
+			return gate.Decision{State: gate.Open, RetryAfter: r.openUntil.Sub(now), Generation: r.gen, Forced: r.forced}
 		}
 		r.state = gate.HalfOpen
 		r.newGeneration()
@@ -135,11 +145,11 @@ func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, err
 	if len(r.leases) >= b.p.HalfOpenProbes {
 		// A probe is in flight: it may answer at any moment, so there is no
 		// certain wait (never the lease length — seed 000 §1.2).
-		return gate.Decision{State: gate.HalfOpen}, nil
+		return gate.Decision{State: gate.HalfOpen, Generation: r.gen, Forced: r.forced}
 	}
 	r.seq++
 	r.leases = append(r.leases, lease{token: r.seq, until: now.Add(b.p.ProbeTTL)})
-	return gate.Decision{Allowed: true, State: gate.HalfOpen, Probe: true, Token: r.seq}, nil
+	return gate.Decision{Allowed: true, State: gate.HalfOpen, Probe: true, Token: r.seq, Generation: r.gen, Forced: r.forced}
 }
 
 // Record reports the outcome of a call admitted by d. A stale decision (older
@@ -153,31 +163,38 @@ func (b *Breaker) Record(_ context.Context, source string, d gate.Decision, o ga
 	fast := o == gate.Success && b.width == 0 && d.Allowed && !d.Probe && d.Token < 1<<62
 	if fast && r.word.Load() == d.Token<<2|closedBit {
 		// The hot path: a current Closed success with no failures to reset
-		// and no window to feed changes nothing; no lock, no clock.
-		return gate.Update{Applied: true, State: gate.Closed}, nil
+		// and no window to feed changes nothing; no lock, no clock. The word
+		// matched, so the generation is the token and there is no override.
+		return gate.Update{Applied: true, State: gate.Closed, Generation: d.Token}, nil
 	}
+	return b.recordLocked(r, &d, o, fast), nil
+}
+
+// recordLocked is Record off the hot path, under the record's lock (a
+// function of its own for the reason tryEnterLocked is).
+func (b *Breaker) recordLocked(r *record, d *gate.Decision, o gate.Outcome, fast bool) gate.Update {
 	r.mu.Lock()
 	defer r.unlock()
 	if fast && r.state == gate.Closed && d.Token == r.gen {
 		r.consecFails = 0
-		return gate.Update{Applied: true, State: gate.Closed}, nil
+		return gate.Update{Applied: true, State: gate.Closed, Generation: r.gen, Forced: r.forced}
 	}
 	now := b.clock.Now()
 	if r.state == gate.HalfOpen {
 		r.expireLeases(now)
 	}
 	if !d.Allowed || r.forced == gate.ForceOpen {
-		return r.update(false, now), nil
+		return r.update(false, now)
 	}
 	if o == gate.Fatal && r.forced == gate.ForceClosed {
 		o = gate.Failure // counted, never trips
 	}
 	if o == gate.Fatal {
 		b.fatal(r, now)
-		return r.update(true, now), nil
+		return r.update(true, now)
 	}
-	if !r.current(d) {
-		return r.update(false, now), nil
+	if !r.current(*d) {
+		return r.update(false, now)
 	}
 	switch r.state {
 	case gate.Closed:
@@ -210,7 +227,7 @@ func (b *Breaker) Record(_ context.Context, source string, d gate.Decision, o ga
 			r.dropLease(d.Token)
 		}
 	}
-	return r.update(true, now), nil
+	return r.update(true, now)
 }
 
 // RetryAfter returns the minimum RetryAfter over sources (0 for none).
@@ -380,5 +397,5 @@ func (r *record) remaining(now time.Time) time.Duration {
 }
 
 func (r *record) update(applied bool, now time.Time) gate.Update {
-	return gate.Update{Applied: applied, State: r.state, RetryAfter: r.remaining(now)}
+	return gate.Update{Applied: applied, State: r.state, RetryAfter: r.remaining(now), Generation: r.gen, Forced: r.forced}
 }

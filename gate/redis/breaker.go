@@ -118,8 +118,8 @@ func (b *Breaker) TryEnter(ctx context.Context, source string) (gate.Decision, e
 	if err != nil {
 		return gate.Decision{}, wrapErr(ctx, "TryEnter", source, err)
 	}
-	if len(v) != 5 {
-		return gate.Decision{}, replyError("TryEnter", source, v, 5)
+	if len(v) != 7 {
+		return gate.Decision{}, replyError("TryEnter", source, v, 7)
 	}
 	st, err := state("TryEnter", source, v[1])
 	if err != nil {
@@ -131,6 +131,8 @@ func (b *Breaker) TryEnter(ctx context.Context, source string) (gate.Decision, e
 		RetryAfter: micros(v[2]),
 		Probe:      v[3] == 1,
 		Token:      uint64(v[4]),
+		Generation: uint64(v[5]),
+		Forced:     gate.Force(v[6]),
 	}, nil
 }
 
@@ -148,14 +150,20 @@ func (b *Breaker) Record(ctx context.Context, source string, d gate.Decision, o 
 	if err != nil {
 		return gate.Update{}, wrapErr(ctx, "Record", source, err)
 	}
-	if len(v) != 3 {
-		return gate.Update{}, replyError("Record", source, v, 3)
+	if len(v) != 5 {
+		return gate.Update{}, replyError("Record", source, v, 5)
 	}
 	st, err := state("Record", source, v[1])
 	if err != nil {
 		return gate.Update{}, err
 	}
-	return gate.Update{Applied: v[0] == 1, State: st, RetryAfter: micros(v[2])}, nil
+	return gate.Update{
+		Applied:    v[0] == 1,
+		State:      st,
+		RetryAfter: micros(v[2]),
+		Generation: uint64(v[3]),
+		Forced:     gate.Force(v[4]),
+	}, nil
 }
 
 // Snapshot reads source's record without moving it: one script, one round

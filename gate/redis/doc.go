@@ -49,7 +49,8 @@
 // gateway derives from twice the slowest timeout), so its Record always finds
 // the record it was admitted by. A record that did expire reads as a fresh
 // Closed one at generation 0, which is the right answer for a source idle that
-// long.
+// long; a caller ordering answers by generation (gate/doc.go "Generations")
+// must read Snapshot when one goes back.
 //
 // The one exception is a record an operator forced (Breaker.Force, pgw
 // open|close): it keeps no TTL until the override is cleared (ForceNone),

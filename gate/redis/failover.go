@@ -48,8 +48,9 @@ func ParseMode(s string) (Mode, error) {
 // Redis again.
 const DefaultRetryInterval = time.Second
 
-// fallbackBit marks, in Decision.Token, a decision the fallback granted. Redis
-// tokens come from a counter that never gets near 2^63.
+// fallbackBit marks, in Decision.Token, a decision the fallback granted, and,
+// in the Generation of every answer, an answer of the fallback. Redis tokens
+// and generations come from a counter that never gets near 2^63.
 const fallbackBit = uint64(1) << 63
 
 // Failover is a breaker gate that uses a primary gate (a Redis Breaker) and,
@@ -69,8 +70,15 @@ const fallbackBit = uint64(1) << 63
 // the fallback's state, and a probe lease it held expires in Redis at
 // ProbeTTL.
 //
-// The fallback keeps what it learned between outages. Failover starts no
-// goroutine and is safe for concurrent use.
+// The fallback keeps what it learned between outages. Its generations are
+// its own, so the Generation of a Decision or Update the fallback gave carries
+// the top bit as well: it never compares with a Redis generation as if both
+// counted one record (gate/doc.go "Generations"). A caller that sees the bit
+// come or go reads Snapshot to learn where the Failover stands now. Snapshot
+// reports the record it read — Redis, or the fallback during an outage — with
+// that record's own generation, unmarked, so that a reader comparing the
+// generations of snapshots alone sees Redis's again after an outage.
+// Failover starts no goroutine and is safe for concurrent use.
 type Failover struct {
 	primary  gate.ProviderGate
 	fallback gate.ProviderGate
@@ -113,6 +121,7 @@ func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, 
 	}
 	d, err := f.fallback.TryEnter(ctx, source)
 	d.Token |= fallbackBit
+	d.Generation |= fallbackBit
 	return d, err
 }
 
@@ -123,7 +132,8 @@ func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o
 	}
 	if d.Token&fallbackBit != 0 {
 		d.Token &^= fallbackBit
-		return f.fallback.Record(ctx, source, d, o)
+		d.Generation &^= fallbackBit
+		return fromFallback(f.fallback.Record(ctx, source, d, o))
 	}
 	if !o.Valid() {
 		return gate.Update{}, gate.ErrUnknownOutcome
@@ -136,7 +146,15 @@ func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o
 	}
 	// The outcome is lost with Redis. A not-allowed decision is always a
 	// fencing miss, so this reports the fallback's view without moving it.
-	return f.fallback.Record(ctx, source, gate.Decision{}, o)
+	return fromFallback(f.fallback.Record(ctx, source, gate.Decision{}, o))
+}
+
+// fromFallback marks an Update of the fallback as the fallback's.
+func fromFallback(u gate.Update, err error) (gate.Update, error) {
+	if err == nil {
+		u.Generation |= fallbackBit
+	}
+	return u, err
 }
 
 // RetryAfter asks the primary, or the fallback during an outage.

@@ -102,6 +102,7 @@ func TestFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, onRedis.Allowed)
 	assert.Zero(t, onRedis.Token&fallbackBit, "a Redis decision")
+	assert.Zero(t, onRedis.Generation&fallbackBit, "a Redis generation")
 	assert.False(t, f.Degraded())
 
 	srv.Stop()
@@ -111,6 +112,7 @@ func TestFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, u.Applied)
 	assert.Equal(t, gate.Closed, u.State)
+	assert.Equal(t, fallbackBit, u.Generation, "the fallback's generation 0, marked as the fallback's")
 	assert.True(t, f.Degraded())
 
 	// Served locally: the fallback counts failures and trips.
@@ -119,9 +121,11 @@ func TestFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed, "admission %d served by the fallback", i)
 		assert.NotZero(t, d.Token&fallbackBit, "a fallback decision is marked")
+		assert.NotZero(t, d.Generation&fallbackBit, "so is its generation")
 		u, err := f.Record(ctx, "s", d, gate.Failure)
 		require.NoError(t, err)
 		assert.True(t, u.Applied, "a fallback decision is recorded to the fallback")
+		assert.NotZero(t, u.Generation&fallbackBit, "the fallback's Update is marked")
 	}
 	d, err := f.TryEnter(ctx, "s")
 	require.NoError(t, err)
@@ -133,6 +137,7 @@ func TestFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 	s, err := f.Snapshot(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, gate.Open, s.State)
+	assert.Equal(t, d.Generation&^fallbackBit, s.Generation, "the fallback's snapshot: its own generation, unmarked")
 	local, err := f.TryEnter(ctx, "t") // held across the recovery
 	require.NoError(t, err)
 	require.True(t, local.Allowed)
@@ -143,6 +148,7 @@ func TestFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, d.Allowed, "back on Redis, which lost its data on restart: Closed")
 	assert.Zero(t, d.Token&fallbackBit, "a Redis decision again")
+	assert.Zero(t, d.Generation&fallbackBit, "a Redis generation again")
 	assert.False(t, f.Degraded())
 	assert.Equal(t, 1, logs.count(slog.LevelInfo), "recovery is logged once")
 	u, err = f.Record(ctx, "s", d, gate.Success)
@@ -154,6 +160,7 @@ func TestFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 	u, err = f.Record(ctx, "t", local, gate.Success)
 	require.NoError(t, err)
 	assert.True(t, u.Applied)
+	assert.NotZero(t, u.Generation&fallbackBit, "answered by the fallback")
 	n, err := c.Exists(ctx, primary.Keys("t")...).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "a fallback outcome reached Redis")

@@ -273,7 +273,7 @@ func (g releaseIgnored) Record(ctx context.Context, source string, d gate.Decisi
 		return g.Breaker.Record(ctx, source, d, o)
 	}
 	s, err := g.Snapshot(ctx, source)
-	return gate.Update{Applied: d.Allowed, State: s.State, RetryAfter: s.RetryAfter}, err
+	return gate.Update{Applied: d.Allowed, State: s.State, RetryAfter: s.RetryAfter, Generation: s.Generation, Forced: s.Forced}, err
 }
 
 // TestModelFindsShrinksAndReportsAPlantedBug checks the harness itself: a

@@ -222,7 +222,7 @@ func (w *breakerWorld) exec(st Step) string {
 		s.leases = nil
 		w.refresh(st.Source)
 		w.stats.forced++
-		return w.checkSnapshots(st.Source)
+		return w.checkSnapshots(st.Source, nil)
 	case KindEnter:
 		w.settle(st.Source)
 		prior, _ := w.mem.Snapshot(ctx, w.memName(st.Source))
@@ -253,10 +253,11 @@ func (w *breakerWorld) exec(st Step) string {
 			s.leases = append(s.leases, w.tl.Now().Add(w.p.ProbeTTL))
 		}
 		s.maxToken = max(s.maxToken, md.Token, rd.Token)
-		if d := w.diffDecision(md, rd, prior.Forced == gate.ForceOpen); d != "" || !w.snapEach {
+		if d := w.diffDecision(md, rd, prior.Forced); d != "" || !w.snapEach {
 			return d
 		}
-		return w.checkSnapshots(st.Source)
+		return w.checkSnapshots(st.Source, &answered{"TryEnter",
+			facts{md.Generation, md.State, md.Forced}, facts{rd.Generation, rd.State, rd.Forced}})
 	case KindRecord:
 		var md, rd gate.Decision
 		if st.ID == 0 {
@@ -305,10 +306,11 @@ func (w *breakerWorld) exec(st Step) string {
 		if d := w.diffUpdate(md, st.Outcome, before.Forced, mu, ru); d != "" || !w.snapEach {
 			return d
 		}
-		return w.checkSnapshots(st.Source)
+		return w.checkSnapshots(st.Source, &answered{"Record",
+			facts{mu.Generation, mu.State, mu.Forced}, facts{ru.Generation, ru.State, ru.Forced}})
 	case KindSnapshot:
 		w.settle(st.Source)
-		return w.checkSnapshots(st.Source)
+		return w.checkSnapshots(st.Source, nil)
 	case KindRetryAfter:
 		w.settle(st.Sources...)
 		names := make([]string, len(st.Sources))
@@ -344,22 +346,27 @@ func (w *breakerWorld) closeTimes(a, b time.Time) bool {
 	return w.closeEnough(a.Sub(b), 0)
 }
 
-// diffDecision compares two TryEnter answers; tokens compare exactly, since
-// both gates draw generations and lease tokens from one per-source counter
-// in the same order (gate/redis doc: "as in the memory gate").
-func (w *breakerWorld) diffDecision(m, r gate.Decision, forcedOpen bool) string {
+// diffDecision compares two TryEnter answers; tokens and generations compare
+// exactly, since both gates draw generations and lease tokens from one
+// per-source counter in the same order (gate/redis doc: "as in the memory
+// gate").
+func (w *breakerWorld) diffDecision(m, r gate.Decision, forced gate.Force) string {
 	var bad []string
-	bad = append(bad, decisionContract("memory", m, forcedOpen)...)
-	bad = append(bad, decisionContract("redis", r, forcedOpen)...)
-	if m.Allowed != r.Allowed || m.State != r.State || m.Probe != r.Probe || m.Token != r.Token || !w.closeEnough(m.RetryAfter, r.RetryAfter) {
+	bad = append(bad, decisionContract("memory", m, forced)...)
+	bad = append(bad, decisionContract("redis", r, forced)...)
+	if m.Allowed != r.Allowed || m.State != r.State || m.Probe != r.Probe || m.Token != r.Token ||
+		m.Generation != r.Generation || m.Forced != r.Forced || !w.closeEnough(m.RetryAfter, r.RetryAfter) {
 		bad = append(bad, fmt.Sprintf("TryEnter: memory %s, redis %s", fmtDecision(m), fmtDecision(r)))
 	}
 	return strings.Join(bad, "; ")
 }
 
 // decisionContract checks one TryEnter answer against the RetryAfter table
-// of gate/doc.go and, for a source forced Open, gate.Forcer.
-func decisionContract(who string, d gate.Decision, forcedOpen bool) []string {
+// of gate/doc.go, its generation and override against "Generations" (forced
+// is the override before the call: TryEnter never changes it) and, for a
+// source forced Open, against gate.Forcer.
+func decisionContract(who string, d gate.Decision, forced gate.Force) []string {
+	forcedOpen := forced == gate.ForceOpen
 	var bad []string
 	add := func(msg string) {
 		bad = append(bad, fmt.Sprintf("contract (%s): %s in %s", who, msg, fmtDecision(d)))
@@ -383,6 +390,10 @@ func decisionContract(who string, d gate.Decision, forcedOpen bool) []string {
 		add("a source forced Open must be rejected, Open, with RetryAfter 0")
 	case !forcedOpen && !d.Allowed && d.State == gate.Open && d.RetryAfter == 0:
 		add("Open rejection with RetryAfter 0 (the first TryEnter at openUntil is a probe)")
+	case d.Allowed && !d.Probe && d.Generation != d.Token:
+		add("Closed admission whose Generation is not its token")
+	case d.Forced != forced:
+		add(fmt.Sprintf("Forced is not the record's override %s", forced))
 	}
 	return bad
 }
@@ -391,7 +402,8 @@ func (w *breakerWorld) diffUpdate(d gate.Decision, o gate.Outcome, forced gate.F
 	var bad []string
 	bad = append(bad, updateContract("memory", d, o, forced, m)...)
 	bad = append(bad, updateContract("redis", d, o, forced, r)...)
-	if m.Applied != r.Applied || m.State != r.State || !w.closeEnough(m.RetryAfter, r.RetryAfter) {
+	if m.Applied != r.Applied || m.State != r.State || m.Generation != r.Generation || m.Forced != r.Forced ||
+		!w.closeEnough(m.RetryAfter, r.RetryAfter) {
 		bad = append(bad, fmt.Sprintf("Record: memory %s, redis %s", fmtUpdate(m), fmtUpdate(r)))
 	}
 	return strings.Join(bad, "; ")
@@ -421,12 +433,29 @@ func updateContract(who string, d gate.Decision, o gate.Outcome, forced gate.For
 		add("under ForceClosed the record must stay Closed")
 	case forced == gate.ForceNone && d.Allowed && o == gate.Fatal && (!u.Applied || u.State != gate.Open):
 		add("Fatal did not open the record")
+	case u.Forced != forced:
+		add(fmt.Sprintf("Forced is not the record's override %s", forced))
 	}
 	return bad
 }
 
-// checkSnapshots compares the two gates' snapshots of source.
-func (w *breakerWorld) checkSnapshots(source string) string {
+// facts are the generation, state and override an answer reports.
+type facts struct {
+	gen    uint64
+	state  gate.State
+	forced gate.Force
+}
+
+// answered is the answer of each gate to the step just run, which the
+// snapshots read right after it must agree with (gate/doc.go "Generations").
+type answered struct {
+	op       string
+	mem, red facts
+}
+
+// checkSnapshots compares the two gates' snapshots of source and, when after
+// is set, each with what its gate just answered.
+func (w *breakerWorld) checkSnapshots(source string, after *answered) string {
 	ctx := context.Background()
 	ms, merr := w.mem.Snapshot(ctx, w.memName(source))
 	rs, rerr := w.red.Snapshot(ctx, source)
@@ -436,6 +465,18 @@ func (w *breakerWorld) checkSnapshots(source string) string {
 	var bad []string
 	bad = append(bad, w.snapshotContract("memory", ms)...)
 	bad = append(bad, w.snapshotContract("redis", rs)...)
+	if after != nil {
+		for _, c := range []struct {
+			who string
+			a   facts
+			s   gate.Snapshot
+		}{{"memory", after.mem, ms}, {"redis", after.red, rs}} {
+			if c.a != (facts{c.s.Generation, c.s.State, c.s.Forced}) {
+				bad = append(bad, fmt.Sprintf("contract (%s): %s answered generation %d, %s, forced %s; the Snapshot right after reads %s",
+					c.who, after.op, c.a.gen, c.a.state, c.a.forced, fmtSnapshot(c.s)))
+			}
+		}
+	}
 	if ms.State != rs.State || ms.Generation != rs.Generation || ms.ConsecutiveFailures != rs.ConsecutiveFailures ||
 		ms.ProbeSuccesses != rs.ProbeSuccesses || ms.WindowCalls != rs.WindowCalls || ms.WindowFailures != rs.WindowFailures ||
 		ms.ProbesInFlight != rs.ProbesInFlight || ms.Cooldown != rs.Cooldown || ms.Forced != rs.Forced ||
@@ -470,11 +511,12 @@ func (w *breakerWorld) snapshotContract(who string, s gate.Snapshot) []string {
 }
 
 func fmtDecision(d gate.Decision) string {
-	return fmt.Sprintf("{Allowed:%t State:%s RetryAfter:%v Probe:%t Token:%d}", d.Allowed, d.State, d.RetryAfter, d.Probe, d.Token)
+	return fmt.Sprintf("{Allowed:%t State:%s RetryAfter:%v Probe:%t Token:%d Gen:%d Forced:%s}",
+		d.Allowed, d.State, d.RetryAfter, d.Probe, d.Token, d.Generation, d.Forced)
 }
 
 func fmtUpdate(u gate.Update) string {
-	return fmt.Sprintf("{Applied:%t State:%s RetryAfter:%v}", u.Applied, u.State, u.RetryAfter)
+	return fmt.Sprintf("{Applied:%t State:%s RetryAfter:%v Gen:%d Forced:%s}", u.Applied, u.State, u.RetryAfter, u.Generation, u.Forced)
 }
 
 func fmtSnapshot(s gate.Snapshot) string {

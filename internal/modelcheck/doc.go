@@ -19,9 +19,12 @@
 // decisions), Snapshot, RetryAfter(sources) and advances over three sources;
 // the quota sequences mix Acquire (including bad token counts), Settle
 // (refunds, debits, forged permits), Release (live, released, expired,
-// rejected and zero permits) and advances. Beyond comparing the gates, each
-// answer is checked against the pinned RetryAfter contract, and every quota
-// retry against the instant its rejection named.
+// rejected and zero permits) and advances. Beyond comparing the gates —
+// generations and overrides of every answer included — each answer is
+// checked against the pinned RetryAfter contract, each breaker answer's
+// generation, state and override against a Snapshot read right after it
+// (when snapshots are compared at every step), and every quota retry against
+// the instant its rejection named.
 //
 // Behaviour the contract leaves to the backend is modelled, not compared
 // blindly: a Redis breaker record idle for its key TTL reads as a fresh one

@@ -5,7 +5,8 @@
 --   ARGV[13] decision allowed 0|1
 --   ARGV[14] decision probe 0|1
 --   ARGV[15] decision token (decimal)
--- Reply: {applied 0|1, state after, retry_after µs}.
+-- Reply: {applied 0|1, state after, retry_after µs, generation after,
+--         forced 0 none|1 open|2 closed}.
 local SUCCESS, FAILURE, FATAL, RELEASED = 1, 2, 3, 4
 local outcome = tonumber(ARGV[NPOLICY + 1])
 local allowed = ARGV[NPOLICY + 2] == '1'
@@ -17,7 +18,7 @@ local r = load(KEYS[1])
 
 local function reply(applied)
   save(r, KEYS)
-  return { applied and 1 or 0, r.st, remaining(r, now) }
+  return { applied and 1 or 0, r.st, remaining(r, now), r.gen, r.fo }
 end
 
 if r.st == HALF_OPEN then

@@ -1,22 +1,24 @@
 -- try_enter.lua: TryEnter(source).
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
 -- ARGV[1..11] policy (see common.lua); nothing else.
--- Reply: {allowed 0|1, state, retry_after µs, probe 0|1, token}.
+-- Reply: {allowed 0|1, state, retry_after µs, probe 0|1, token, generation,
+--         forced 0 none|1 open|2 closed} — generation and override as they
+--         stand once the decision is made (gate/doc.go "Generations").
 local now = now_us()
 local r = load(KEYS[1])
 
 if r.st == CLOSED then
   save(r, KEYS) -- refreshes the TTL: the admitted call outlives no record
-  return { 1, CLOSED, 0, 0, r.gen }
+  return { 1, CLOSED, 0, 0, r.gen, r.gen, r.fo }
 end
 
 if r.st == OPEN then
   if r.fo == FORCE_OPEN then
     -- Forced Open has no end: no certain wait (gate.Forcer).
-    return { 0, OPEN, 0, 0, 0 }
+    return { 0, OPEN, 0, 0, 0, r.gen, r.fo }
   end
   if now < r.ou then
-    return { 0, OPEN, r.ou - now, 0, 0 }
+    return { 0, OPEN, r.ou - now, 0, 0, r.gen, r.fo }
   end
   -- The first TryEnter at or after openUntil moves to HalfOpen.
   set(r, 'st', HALF_OPEN)
@@ -30,9 +32,9 @@ if redis.call('ZCARD', KEYS[2]) >= P.probes then
   save(r, KEYS)
   -- A probe is in flight and may answer at any moment: no certain wait,
   -- never the lease length (seed 000 §1.2).
-  return { 0, HALF_OPEN, 0, 0, 0 }
+  return { 0, HALF_OPEN, 0, 0, 0, r.gen, r.fo }
 end
 set(r, 'seq', r.seq + 1)
 redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(r.seq))
 save(r, KEYS)
-return { 1, HALF_OPEN, 0, 1, r.seq }
+return { 1, HALF_OPEN, 0, 1, r.seq, r.gen, r.fo }
