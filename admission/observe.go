@@ -13,16 +13,31 @@ import (
 
 // watch follows what the gates answer for each source and reports breaker
 // state changes (log line and observe.StateChange), gate rejections and waits
-// to the observer. The breaker is the truth: after each gate answer the state
-// in it is compared with the last one seen; on a difference the gate's
-// Snapshot is read once and decides whether the change is news. Only one
-// read per source runs at a time and the next starts after its verdict, so
-// the snapshots of one source are judged in the order they were read and its
-// state changes are reported one after the other. The check costs a few atomic loads per answer; the Snapshot read —
-// one gate operation, one Redis round trip — happens only when a gate answer
-// shows another state, a new generation of a Closed record (an operator's
-// override or reset) or a probe, on the goroutine that saw it, so that the
-// events of one call keep their causal order.
+// to the observer.
+//
+// The breaker is the truth, and every answer carries what it needs to judge
+// it: the record's generation, state and override at the moment of the
+// answer (gate/doc.go "Generations"). The watch keeps the last of those it
+// saw per source. An answer equal to it is no news — one atomic load and
+// three compares, the cost of every Closed admission and success. An answer
+// of a greater generation is a later state of the record: when its state or
+// override differs, the change is reported from the answer itself (From the
+// last state seen, To, Generation, Forced and RetryAfter the answer's), with
+// no gate operation. So a call that waits out one cooldown makes its two
+// gate queries (the rejection, the probe) and nothing more to report
+// open → half_open → closed.
+//
+// Only where generations cannot order two answers does the watch read the
+// record (Snapshot, one gate operation): an answer of a lower generation (a
+// decision that raced a transition reported first, or a Redis record that
+// expired while idle and started again at 0), an equal generation in another
+// state or override, or an answer whose generation names another record
+// than the last one seen (the top bit, redis.Failover's fallback). Only one
+// judgement per source runs at a time, its report included, so the changes
+// of one source are reported one after the other, each From the previous To,
+// on the goroutine that saw them, in the causal order of its call. A call
+// that finds one running goes on; a change it would have shown is reported
+// by the next answer that shows it — late, never invented.
 type watch struct {
 	scope   string
 	breaker gate.ProviderGate
@@ -33,15 +48,37 @@ type watch struct {
 	seen    []watched    // by index, as names
 }
 
-// watched is what this process last saw of one source's breaker record.
-type watched struct {
-	state atomic.Uint32 // gate.State last seen
-	tok   atomic.Uint64 // token of the last Closed admission checked
-	busy  atomic.Bool   // a reconcile is reading the gate
+// recordBit is the bit of a generation that names the record it counts
+// (gate/doc.go "Generations"): generations that differ in it do not compare.
+const recordBit = uint64(1) << 63
 
-	mu     sync.Mutex
-	forced gate.Force // override last seen
+// sight is what this process last saw of one source's breaker record. It is
+// immutable once published.
+type sight struct {
+	gen    uint64
+	state  gate.State
+	forced gate.Force
+}
+
+// fresh is what the watch assumes before any answer: a Closed record at
+// generation 0, as a source nobody has called reads.
+var fresh = &sight{state: gate.Closed}
+
+// watched is the watch's state for one source.
+type watched struct {
+	last atomic.Pointer[sight] // the last record seen; read without a lock
+	busy atomic.Bool           // a judgement is running
+
+	mu     sync.Mutex // guards counts
 	counts observe.Counts
+}
+
+// answer is the part of a gate answer (Decision or Update) the watch judges.
+type answer struct {
+	gen        uint64
+	state      gate.State
+	forced     gate.Force
+	retryAfter time.Duration
 }
 
 func newWatch(a *SourceAdmission, obs observe.Observer) *watch {
@@ -56,25 +93,14 @@ func newWatch(a *SourceAdmission, obs observe.Observer) *watch {
 	}
 	for i, s := range a.sel.sources {
 		w.names[i] = s.Name
+		w.seen[i].last.Store(fresh)
 	}
 	return w
 }
 
 // afterTryEnter checks a TryEnter answer for news.
 func (w *watch) afterTryEnter(ctx context.Context, i int, d gate.Decision) {
-	s := &w.seen[i]
-	switch {
-	case d.Allowed && !d.Probe:
-		// A Closed admission's token is the record's generation: a token not
-		// checked before means a transition (or an override) happened since.
-		// A stale admission (decided before a concurrent Record opened the
-		// record) is told apart by the Snapshot's generation.
-		if gate.State(s.state.Load()) != gate.Closed || d.Token != s.tok.Load() {
-			w.reconcile(ctx, i, d.Token)
-		}
-	case gate.State(s.state.Load()) != d.State:
-		w.reconcile(ctx, i, 0)
-	}
+	w.check(ctx, i, answer{gen: d.Generation, state: d.State, forced: d.Forced, retryAfter: d.RetryAfter})
 }
 
 // afterRecord counts an applied outcome and checks the answer for news.
@@ -97,22 +123,38 @@ func (w *watch) afterRecord(ctx context.Context, i int, o gate.Outcome, u gate.U
 		}
 		s.mu.Unlock()
 	}
-	if gate.State(s.state.Load()) != u.State {
-		w.reconcile(ctx, i, 0)
-	}
+	w.check(ctx, i, answer{gen: u.Generation, state: u.State, forced: u.Forced, retryAfter: u.RetryAfter})
 }
 
-// reconcile reads the source's record and reports a change when the record
-// is newer than what was seen and differs in state or override. Only one
-// reconcile per source reads the gate at a time; a call that finds one
-// running goes on, and a change it would have shown is reported by the next
-// gate answer that shows it — late, never invented.
-func (w *watch) reconcile(ctx context.Context, i int, tok uint64) {
+// check is on every answer's path: an answer equal to the last one seen
+// costs one atomic load.
+func (w *watch) check(ctx context.Context, i int, a answer) {
+	if l := w.seen[i].last.Load(); a.gen == l.gen && a.state == l.state && a.forced == l.forced {
+		return
+	}
+	w.judge(ctx, i, a)
+}
+
+// judge decides whether a differs from the last record seen by news: from
+// the answer when its generation orders it, from the record otherwise.
+func (w *watch) judge(ctx context.Context, i int, a answer) {
 	s := &w.seen[i]
 	if !s.busy.CompareAndSwap(false, true) {
 		return
 	}
 	defer s.busy.Store(false)
+	last := s.last.Load()
+	if a.gen&recordBit == last.gen&recordBit && a.gen > last.gen {
+		// A later state of the same record.
+		w.adopt(ctx, i, last, &sight{gen: a.gen, state: a.state, forced: a.forced}, a.retryAfter)
+		return
+	}
+	// Generations cannot tell: an answer that raced a transition judged
+	// first, or a record that started over? Read the record. No judgement
+	// overlaps this one (busy), so the read is newer than every answer
+	// judged before. (Skipping lower generations that show the state last
+	// seen would be cheaper for a race, but after a restart would leave every
+	// answer of the new record on this slow path.)
 	name := w.names[i]
 	snap, err := w.breaker.Snapshot(ctx, name)
 	if err != nil {
@@ -120,36 +162,36 @@ func (w *watch) reconcile(ctx context.Context, i int, tok uint64) {
 			slog.String("scope", w.scope), slog.String("source", name), slog.Any("err", err))
 		return
 	}
-	// Remember the Closed admission token that is now checked, so the
-	// admissions that follow with the same token cost nothing.
-	switch {
-	case tok != 0:
-		s.tok.Store(tok)
-	case snap.State == gate.Closed:
-		s.tok.Store(snap.Generation)
+	now := &sight{gen: snap.Generation, state: snap.State, forced: snap.Forced}
+	if snap.Generation == a.gen&^recordBit && snap.State == a.state && snap.Forced == a.forced {
+		// The record is as the answer saw it: keep the answer's
+		// generation, record bit included, so the answers that follow
+		// from the same record compare without another read.
+		now.gen = a.gen
 	}
-	// No generation check: reads do not overlap (busy), so this snapshot is
-	// newer than any judged before — and a record that expired in Redis
-	// starts again at generation 0.
-	s.mu.Lock()
-	from, fromForced := gate.State(s.state.Load()), s.forced
-	if snap.State == from && snap.Forced == fromForced {
-		s.mu.Unlock()
+	w.adopt(ctx, i, last, now, snap.RetryAfter)
+}
+
+// adopt makes now the last record seen and reports a change when its state
+// or override differs from last. The caller holds busy.
+func (w *watch) adopt(ctx context.Context, i int, last, now *sight, retryAfter time.Duration) {
+	s := &w.seen[i]
+	s.last.Store(now)
+	if now.state == last.state && now.forced == last.forced {
 		return
 	}
-	s.forced = snap.Forced
-	s.state.Store(uint32(snap.State))
+	s.mu.Lock()
 	counts := s.counts
 	s.counts = observe.Counts{}
 	s.mu.Unlock()
 
+	name := w.names[i]
 	ev := observe.StateChange{
 		Scope: w.scope, Source: name,
-		From: from, To: snap.State,
-		Generation: snap.Generation,
-		Forced:     snap.Forced,
-		RetryAfter: snap.RetryAfter,
-		Gate:       snap,
+		From: last.state, To: now.state,
+		Generation: now.gen,
+		Forced:     now.forced,
+		RetryAfter: retryAfter,
 		Counts:     counts,
 		At:         w.clock.Now(),
 	}
@@ -160,11 +202,11 @@ func (w *watch) reconcile(ctx context.Context, i int, tok uint64) {
 	w.log.LogAttrs(ctx, level, "pgw: breaker state changed",
 		slog.String("scope", w.scope),
 		slog.String("source", name),
-		slog.String("from", from.String()),
-		slog.String("state", snap.State.String()),
-		slog.String("forced", snap.Forced.String()),
-		slog.Uint64("generation", snap.Generation),
-		slog.Duration("retry_after", snap.RetryAfter),
+		slog.String("from", ev.From.String()),
+		slog.String("state", ev.To.String()),
+		slog.String("forced", ev.Forced.String()),
+		slog.Uint64("generation", ev.Generation),
+		slog.Duration("retry_after", ev.RetryAfter),
 		slog.Uint64("failures", counts.Failures+counts.Fatal),
 		slog.Uint64("consecutive_failures", counts.ConsecutiveFailures))
 	if w.obs != nil {

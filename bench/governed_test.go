@@ -147,7 +147,10 @@ func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
 // BenchmarkWaitingCallGateQueries opens a single source (cooldown 30 ms) and
 // runs one CIRCUIT_OPEN=wait call that waits it out; it reports the breaker
 // queries (TryEnter, RetryAfter, Snapshot) that call made per cooldown. The
-// target is at most 2: the rejection and the probe — not one per poll.
+// target is at most 2: the rejection and the probe — not one per poll, and
+// nothing for reporting the state changes the call sees (open, half_open,
+// closed): admission's watch tells them from the gate answers themselves
+// (gate/doc.go "Generations").
 func BenchmarkWaitingCallGateQueries(b *testing.B) {
 	for _, backend := range []string{"memory", "redis"} {
 		b.Run(backend, func(b *testing.B) {
@@ -189,7 +192,11 @@ func BenchmarkWaitingCallGateQueries(b *testing.B) {
 				snapshots += cg.snapshots.Load() - beforeSnap
 			}
 			// snapshots: the reads admission's state-change watch makes,
-			// one per transition this process sees (open, half_open, closed).
+			// counted apart; it reads the record only when generations
+			// cannot order two answers (a race, an expired Redis record, a
+			// Failover switching records), so 0 here. Before answers carried
+			// the generation it read one per transition seen: 5 queries, 3
+			// of them snapshots.
 			b.ReportMetric(float64(queries)/float64(b.N), "gatequeries/cooldown")
 			b.ReportMetric(float64(snapshots)/float64(b.N), "snapshots/cooldown")
 		})

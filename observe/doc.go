@@ -40,9 +40,11 @@
 //   - StateChange: this process saw a source's breaker in another state (or
 //     another operator override) than it last saw, in a gate answer. With a
 //     shared (Redis) gate the change may have been made by another process or
-//     an operator. It carries the gate's record right after the change and
-//     this process's outcome counts since the change before — the counts
-//     that caused it, which the gate itself clears at the transition.
+//     an operator. It carries what the gate answered — new state, override,
+//     generation, RetryAfter — and this process's outcome counts since the
+//     change before: the counts that caused it, which the gate itself
+//     clears at the transition. Seeing it costs no gate operation beyond the
+//     answers the calls needed anyway.
 //   - WaitStart, WaitEnd: a call found no runnable source and waits (seed
 //     000 §6): why, per source, how long it expects to wait and how long it
 //     did.

@@ -106,6 +106,10 @@ type Counts struct {
 // made by another process or an operator. Changes between two observations
 // are reported as one change from the last state seen to the current one;
 // a change is never invented.
+//
+// Its fields come from the gate answer that showed the change, so reporting
+// it costs no gate operation; for the rest of the record (cooldown, counts,
+// leases) read the gate's Snapshot.
 type StateChange struct {
 	// Scope and Source name the breaker record.
 	Scope, Source string
@@ -113,18 +117,19 @@ type StateChange struct {
 	From, To gate.State
 	// Generation is the record's generation after the change; it grows on
 	// every transition (a Redis record that expired while idle starts again
-	// at 0).
+	// at 0; redis.Failover's fallback answers carry the top bit, see
+	// gate/doc.go "Generations").
 	Generation uint64
 	// Forced is the operator's override after the change (gate.Forcer).
 	Forced gate.Force
-	// RetryAfter is the gate's RetryAfter in the new state (Open: the time
-	// until the cooldown ends; forced Open: 0).
+	// RetryAfter is the gate's RetryAfter in the new state when the change
+	// was seen: for Open, the time until the cooldown ends (the whole
+	// cooldown when seen in the answer that opened it); forced Open, 0;
+	// otherwise 0.
 	RetryAfter time.Duration
-	// Gate is the gate's record right after the change; its counts were
-	// cleared by the transition.
-	Gate gate.Snapshot
 	// Counts are this process's outcomes for the source since the previous
-	// change it saw: the counts that caused this one.
+	// change it saw: the counts that caused this one (the gate cleared its
+	// own at the transition).
 	Counts Counts
 	// At is when the change was seen.
 	At time.Time
