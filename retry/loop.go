@@ -279,8 +279,18 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			continue
 		}
 		failures++
-		if err := l.sleep(ctx, l.backoff.Delay(failures, l.rand())); err != nil {
+		delay := l.backoff.Delay(failures, l.rand())
+		if limit := stall.Remaining() + time.Millisecond; delay > limit {
+			// Backoff is stall time too: it ends just past the stall budget,
+			// never beyond it, so a failing call stalls on time (its worst
+			// wall time stays the window plus one poll).
+			delay = max(limit, 0)
+		}
+		if err := l.sleep(ctx, delay); err != nil {
 			return zero, err
+		}
+		if stall.Stalled() {
+			return zero, &errs.AllSourcesExhausted{Scope: l.scope, Reason: errs.ReasonStalled, Last: last}
 		}
 	}
 }

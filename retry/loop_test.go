@@ -54,6 +54,26 @@ func TestBackoffFollowsTheFailureCount(t *testing.T) {
 		e.sleeper.taken())
 }
 
+func TestBackoffNeverCarriesACallPastItsStallBudget(t *testing.T) {
+	e := newEnv(t, names("only"), func(c *retry.Config) {
+		c.Rand = func() float64 { return 0.999 }
+		c.Breaker = gate.Noop{}
+		c.Backoff = retry.Backoff{Base: time.Second, Max: time.Minute}
+		c.Scope.MaxAttempts = 10
+		c.Scope.StallWindow = 1500 * time.Millisecond
+	})
+	s := &script{errs: map[string][]error{"only": {errBoom, errBoom, errBoom, errBoom}}}
+	_, err := retry.Run(context.Background(), e.loop, 1, s.attempt)
+	var ex *errs.AllSourcesExhausted
+	require.ErrorAs(t, err, &ex)
+	assert.Equal(t, errs.ReasonStalled, ex.Reason)
+	assert.ErrorIs(t, err, errBoom, "the last attempt's error is reachable")
+	naps := e.sleeper.taken()
+	require.Len(t, naps, 2, "a ~1s backoff, then one clamped to the budget")
+	assert.Equal(t, 1501*time.Millisecond, naps[0]+naps[1], "stall budget plus the 1ms that makes it spent")
+	assert.Len(t, s.seen(), 2)
+}
+
 func TestMaxAttemptsSpentIsGatewayUnavailableWrappingTheLastError(t *testing.T) {
 	e := newEnv(t, names("only"), func(c *retry.Config) {
 		c.Breaker = gate.Noop{}
