@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -43,6 +45,10 @@ func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachab
 var serverDown = []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY"}
 
 // wrapErr classifies err from a script run for op.
+// deadlineSlack is how close to the caller's deadline an i/o timeout counts
+// as that deadline (timer and scheduling granularity).
+const deadlineSlack = 5 * time.Millisecond
+
 func wrapErr(ctx context.Context, op, source string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		// The caller gave up (go-redis may report it as an i/o timeout);
@@ -51,6 +57,14 @@ func wrapErr(ctx context.Context, op, source string, err error) error {
 			return fmt.Errorf("pgw/gate/redis: %s %q: %w", op, source, err)
 		}
 		return fmt.Errorf("pgw/gate/redis: %s %q: %w (%v)", op, source, ctxErr, err)
+	}
+	var nerr net.Error
+	if dl, ok := ctx.Deadline(); ok && errors.As(err, &nerr) && nerr.Timeout() && time.Until(dl) < deadlineSlack {
+		// go-redis sets the socket deadline from the caller's deadline
+		// (ContextTimeoutEnabled), so its i/o timeout can fire a moment
+		// before ctx reports done: that is the caller's deadline, not an
+		// outage.
+		return fmt.Errorf("pgw/gate/redis: %s %q: %w (%v)", op, source, context.DeadlineExceeded, err)
 	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) {
