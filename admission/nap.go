@@ -29,6 +29,10 @@ func Nap(hint, poll, remainingStall time.Duration, r float64) time.Duration {
 	if hint > 0 {
 		d = hint + jitter
 	}
+	const forever = time.Duration(1<<63 - 1)
+	if remainingStall > forever-poll {
+		return d // an unbounded budget (NewCall(nil)): nothing to clamp, and no overflow
+	}
 	if upper := max(remainingStall, 0) + poll; d > upper {
 		d = upper
 	}

@@ -53,3 +53,11 @@ func TestSleepContextReturnsAtOnceWhenCancelled(t *testing.T) {
 	assert.ErrorIs(t, admission.SleepContext(ctx, time.Hour), context.Canceled)
 	assert.NoError(t, admission.SleepContext(context.Background(), time.Microsecond))
 }
+
+// An unbounded stall budget (a call started with NewCall(nil)) must not
+// overflow the clamp into a negative nap, which would spin.
+func TestNapWithAnUnboundedBudgetIsTheHintPlusJitter(t *testing.T) {
+	const forever = time.Duration(1<<63 - 1)
+	assert.Equal(t, 3*time.Second+50*time.Millisecond, admission.Nap(3*time.Second, 50*time.Millisecond, forever, 1))
+	assert.Equal(t, 25*time.Millisecond, admission.Nap(0, 50*time.Millisecond, forever, 0))
+}
