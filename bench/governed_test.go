@@ -125,7 +125,7 @@ func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := b.Context()
-	if _, err := retry.Run(ctx, loop, 10, succeed); err != nil { // warm: scripts, pool, first Snapshot
+	if _, err := retry.Run(ctx, loop, 10, succeed); err != nil { // warm: scripts loaded, connections pooled
 		b.Fatal(err)
 	}
 	trips.n.Store(0)
