@@ -8,6 +8,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/gate"
 )
 
 // The tables below are the single list of keys: parsing, validation of
@@ -125,7 +127,7 @@ var sourceFields = []field[Source]{
 	durationField("TIMEOUT_S", func(s *Source) *time.Duration { return &s.Timeout }),
 	intField("RPM", func(s *Source) *int { return &s.RPM }, 0, maxCount, "; 0 = unlimited"),
 	intField("TPM", func(s *Source) *int { return &s.TPM }, 0, maxCount, "; 0 = unlimited"),
-	intField("MAX_IN_FLIGHT", func(s *Source) *int { return &s.MaxInFlight }, 0, maxCount, "; 0 = unlimited"),
+	intField("MAX_IN_FLIGHT", func(s *Source) *int { return &s.MaxInFlight }, 0, gate.MaxInFlightLimit, "; 0 = unlimited"),
 	intField("WEIGHT", func(s *Source) *int { return &s.Weight }, 1, maxWeight, ""),
 	intField("PRIORITY", func(s *Source) *int { return &s.Priority }, -maxCount, maxCount, "; lower is tried first"),
 	intField("BATCH_SIZE", func(s *Source) *int { return &s.BatchSize }, 0, maxCount, "; 0 = no split"),

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"strconv"
+
+	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/internal/errs"
 )
 
@@ -61,6 +64,16 @@ func validate(s Settings, ps *problems) {
 			}
 			keys[k] = src.Name
 			checkFields(sourceFields, src, prefix+k+"__", ps)
+			// The quota gates count rates exactly, which bounds the large
+			// ones; say so here rather than fail later in the gateway.
+			for _, r := range []struct {
+				suffix string
+				v      int
+			}{{"RPM", src.RPM}, {"TPM", src.TPM}} {
+				if key := prefix + k + "__" + r.suffix; !gate.RateLegal(r.v) && !ps.has(key) {
+					ps.add(key, strconv.Itoa(r.v), gate.RateLegalText())
+				}
+			}
 		}
 	}
 }

@@ -38,6 +38,18 @@ func (l Limits) Validate(source string) error {
 	return nil
 }
 
+// RateLegal reports whether v is a legal RPM or TPM: 0 (unlimited) or a
+// positive rate both backends count exactly.
+func RateLegal(v int) bool {
+	return v == 0 || v > 0 && NewRate(v).Capacity <= maxRateCapacity
+}
+
+// RateLegalText says which RPM and TPM values RateLegal accepts.
+func RateLegalText() string {
+	return fmt.Sprintf("0 for unlimited, 1..%d, or a multiple of 1000 up to %d; other larger values cannot be counted exactly",
+		maxPlainRate, maxPlainRate*1000)
+}
+
 func (l Limits) problems(source string) []string {
 	var bad []string
 	add := func(field string, v int, legal string) {
@@ -50,9 +62,8 @@ func (l Limits) problems(source string) []string {
 		switch {
 		case r.v < 0:
 			add(r.field, r.v, "≥ 0, 0 for unlimited")
-		case r.v > 0 && NewRate(r.v).Capacity > maxRateCapacity:
-			add(r.field, r.v, fmt.Sprintf("≤ %d, or a multiple of 1000 up to %d; other larger values cannot be counted exactly",
-				maxPlainRate, maxPlainRate*1000))
+		case !RateLegal(r.v):
+			add(r.field, r.v, RateLegalText())
 		}
 	}
 	if l.MaxInFlight < 0 || l.MaxInFlight > MaxInFlightLimit {
