@@ -2,7 +2,7 @@
 // few seconds: a flaky upstream behind a breaker with a short cooldown goes
 // closed → open → half_open → open (failed probe) → half_open → closed.
 //
-//	go run ./examples/breaker   (or: make demo)
+//	go run ./examples/breaker
 //
 // On a rejection the demo waits using the error's RetryAfter, which is how a
 // caller should wait: the breaker says when it can certainly admit a call.

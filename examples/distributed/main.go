@@ -1,10 +1,10 @@
-// Command distributed-breaker shows one circuit breaker shared by several
+// Command distributed shows one circuit breaker shared by several
 // processes through Redis: three worker processes guard the same flaky
 // upstream with breaker.New("payments-api", …) on the Redis gate, so what one
 // process learns the others obey at once.
 //
 //	redis-server --port 6379 --save '' &     (any reachable Redis will do)
-//	go run ./examples/distributed-breaker -redis 127.0.0.1:6379
+//	go run ./examples/distributed -redis 127.0.0.1:6379
 //
 // The timeline (the upstream is down during the first second):
 //
@@ -72,7 +72,7 @@ func main() {
 		err = runParent(*addr, *prefix)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "distributed-breaker:", err)
+		fmt.Fprintln(os.Stderr, "distributed:", err)
 		os.Exit(1)
 	}
 }
