@@ -1,7 +1,8 @@
 // Package gate defines the ports every pgw backend implements and the small
 // value types they exchange: the breaker gate (ProviderGate), the quota gate
-// (QuotaGate) and the operator port (Forcer). Backends live in sub-packages: gate/memory for one process and
-// gate/redis for state shared by many processes.
+// (QuotaGate) and the operator port (Forcer). Backends live in sub-packages:
+// gate/memory for one process and gate/redis for state shared by many
+// processes.
 //
 // # The breaker state machine
 //
