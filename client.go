@@ -422,6 +422,7 @@ type UnknownScopeError struct {
 // Code returns "PGW-SCOPE".
 func (e *UnknownScopeError) Code() string { return CodeUnknownScope }
 
+// Error implements the error interface.
 func (e *UnknownScopeError) Error() string {
 	return fmt.Sprintf("pgw: scope %q is not configured (configured: %s); list it in PGW_SCOPES and set %s__SOURCES",
 		e.Scope, strings.Join(e.Configured, ", "), e.Scope)

@@ -74,6 +74,7 @@ type ConfigError struct {
 	Problems []string
 }
 
+// Error implements the error interface.
 func (e *ConfigError) Error() string {
 	return "pgw/admission: invalid config: " + strings.Join(e.Problems, "; ")
 }

@@ -40,6 +40,7 @@ type PacerConfigError struct {
 	Problems []string
 }
 
+// Error implements the error interface.
 func (e *PacerConfigError) Error() string {
 	return "pgw/admission: invalid pacer config: " + strings.Join(e.Problems, "; ")
 }

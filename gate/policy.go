@@ -136,6 +136,7 @@ type PolicyError struct {
 	Problems []string
 }
 
+// Error implements the error interface.
 func (e *PolicyError) Error() string {
 	return "pgw/gate: invalid policy: " + strings.Join(e.Problems, "; ")
 }

@@ -91,6 +91,7 @@ type LimitsError struct {
 	Problems []string
 }
 
+// Error implements the error interface.
 func (e *LimitsError) Error() string {
 	return "pgw/gate: invalid quota limits: " + strings.Join(e.Problems, "; ")
 }
@@ -109,6 +110,7 @@ type TokensError struct {
 	TPM int
 }
 
+// Error implements the error interface.
 func (e *TokensError) Error() string {
 	arg := "estTokens"
 	if e.Op == "Settle" {

@@ -23,6 +23,7 @@ type StreamCutError struct {
 	Err error
 }
 
+// Error implements the error interface.
 func (e *StreamCutError) Error() string {
 	msg := fmt.Sprintf("openai: source %q: chat stream cut after %d chunks, before [DONE]", e.Source, e.Chunks)
 	if e.Err != nil {
@@ -53,6 +54,7 @@ type UpstreamError struct {
 	Message string
 }
 
+// Error implements the error interface.
 func (e *UpstreamError) Error() string {
 	return fmt.Sprintf("openai: source %q reported an error: %s", e.Source, e.Message)
 }

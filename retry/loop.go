@@ -161,6 +161,7 @@ type ConfigError struct {
 	Problems []string
 }
 
+// Error implements the error interface.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("pgw/retry: scope %q: invalid config: %s", e.Scope, strings.Join(e.Problems, "; "))
 }

@@ -32,6 +32,7 @@ type BatchError struct {
 // Code returns "PGW-PARTIAL".
 func (e *BatchError) Code() string { return CodePartial }
 
+// Error implements the error interface.
 func (e *BatchError) Error() string {
 	var b strings.Builder
 	failed := 0

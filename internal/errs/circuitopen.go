@@ -37,6 +37,7 @@ func (e *CircuitOpenError) Unwrap() error { return e.Last }
 // Code returns "PGW-CB-OPEN".
 func (e *CircuitOpenError) Code() string { return CodeCircuitOpen }
 
+// Error implements the error interface.
 func (e *CircuitOpenError) Error() string {
 	wait := "no certain wait (a probe is in flight)"
 	if e.RetryAfter > 0 {

@@ -45,6 +45,7 @@ func (e *AllSourcesExhausted) Unwrap() error { return e.Last }
 // Code returns "PGW-EXHAUSTED".
 func (e *AllSourcesExhausted) Code() string { return CodeExhausted }
 
+// Error implements the error interface.
 func (e *AllSourcesExhausted) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pgw: scope %q: all sources exhausted (%s)", e.Scope, e.Reason)

@@ -17,6 +17,7 @@ type HTTPError struct {
 	Message string
 }
 
+// Error implements the error interface.
 func (e *HTTPError) Error() string {
 	if e.RetryAfter > 0 {
 		return fmt.Sprintf("upstream http %d (retry after %v): %s", e.StatusCode, e.RetryAfter, e.Message)

@@ -24,6 +24,7 @@ type GatewayUnavailableError struct {
 // Code returns "PGW-UNAVAILABLE".
 func (e *GatewayUnavailableError) Code() string { return CodeUnavailable }
 
+// Error implements the error interface.
 func (e *GatewayUnavailableError) Error() string {
 	return fmt.Sprintf("pgw: scope %q: gateway unavailable after %d attempts: %v", e.Scope, e.Attempts, e.Last)
 }
