@@ -22,38 +22,50 @@
 //     cooldown; asked again half a second later it says half a second less.
 //  5. The same with CIRCUIT_OPEN=wait: the call waits out the cooldown,
 //     probes, and succeeds — one call, one answer, no error to handle.
+//
+// With -metrics the gateway also reports to a Prometheus collector
+// (observe/prom) served on an in-process /metrics endpoint, and the demo
+// ends by printing what that endpoint serves.
 package main
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"image"
 	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/pgw-go/pgw"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/examples/quickstart/timeline"
 	"github.com/pgw-go/pgw/internal/testutil"
+	"github.com/pgw-go/pgw/observe/prom"
 	"github.com/pgw-go/pgw/openai"
 )
 
 func main() {
-	if err := run(os.Stdout); err != nil {
+	metrics := flag.Bool("metrics", false, "serve /metrics (observe/prom) and print it at the end")
+	flag.Parse()
+	if err := run(os.Stdout, *metrics); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer) error {
+func run(w io.Writer, metrics bool) error {
 	tl := timeline.New(w)
 	ctx := context.Background()
 
@@ -133,7 +145,20 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err // a *pgw.ConfigError naming every bad key
 	}
-	gw, err := pgw.New(ctx, *settings, pgw.WithLogger(tl.Logger(slog.LevelDebug)))
+	opts := []pgw.Option{pgw.WithLogger(tl.Logger(slog.LevelDebug))}
+	var metricsURL string
+	if metrics {
+		// What a service does to expose pgw to Prometheus: register the
+		// collector, serve the registry, hand the collector to the gateway.
+		col := prom.New()
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(col)
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		defer srv.Close()
+		metricsURL = srv.URL + "/metrics"
+		opts = append(opts, pgw.WithObserver(col))
+	}
+	gw, err := pgw.New(ctx, *settings, opts...)
 	if err != nil {
 		return err
 	}
@@ -218,6 +243,30 @@ func run(w io.Writer) error {
 
 	tl.Plain("\nDone in %.1f s. A single-source scope should set {SCOPE}__CIRCUIT_OPEN=wait (see docs/USAGE.md).\n",
 		tl.Since().Seconds())
+	if metricsURL != "" {
+		return printMetrics(w, metricsURL)
+	}
+	return nil
+}
+
+// printMetrics prints the pgw_ samples the /metrics endpoint serves (the
+// HELP and TYPE lines and histogram buckets left out for brevity).
+func printMetrics(w io.Writer, url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nGET %s (pgw_ samples, buckets left out):\n", url)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "pgw_") && !strings.Contains(line, "_bucket{") {
+			fmt.Fprintln(w, "  "+line)
+		}
+	}
 	return nil
 }
 

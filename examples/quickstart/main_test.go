@@ -12,7 +12,7 @@ import (
 // keep showing what its doc comment promises.
 func TestQuickstartPrintsTheTimeline(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(&out))
+	require.NoError(t, run(&out, false))
 	s := out.String()
 	for _, want := range []string{
 		"SOLO_WAIT__CIRCUIT_OPEN=wait",
@@ -31,4 +31,19 @@ func TestQuickstartPrintsTheTimeline(t *testing.T) {
 		assert.Contains(t, s, want)
 	}
 	assert.NotContains(t, s, "sk-demo", "API keys are never printed")
+}
+
+// With -metrics the demo serves /metrics and prints what it serves.
+func TestQuickstartServesMetrics(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(&out, true))
+	s := out.String()
+	for _, want := range []string{
+		`pgw_attempts_total{outcome="failure",scope="CHAT",source="primary"} 2`,
+		`pgw_calls_total{result="success",scope="SOLO_WAIT"} 1`,
+		`pgw_breaker_state{scope="CHAT",source="primary"} 0`,
+		`pgw_gate_rejections_total{reason="circuit_open",scope="SOLO_FAST",source="solo"}`,
+	} {
+		assert.Contains(t, s, want)
+	}
 }
