@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
@@ -68,28 +66,6 @@ func (q *countingQuota) Release(ctx context.Context, p gate.Permit) error {
 	return q.QuotaGate.Release(ctx, p)
 }
 
-// tripCounter is a go-redis hook counting network round trips: one per
-// command, one per pipeline (the connection handshake excluded).
-type tripCounter struct{ n atomic.Int64 }
-
-func (h *tripCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-
-func (h *tripCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error {
-		if !handshake(cmd) {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *tripCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 func scope(mode config.Mode) config.ScopeSettings {
 	return config.ScopeSettings{
 		Name:         "BENCH",
@@ -109,7 +85,7 @@ func succeed(context.Context, config.Source) (string, transport.Usage, error) {
 // gate operation (the target is exactly 1).
 func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
 	client := startRedis(b)
-	trips := &tripCounter{}
+	trips := &cmdCounter{trips: true}
 	client.AddHook(trips)
 	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
 	if err != nil {

@@ -60,7 +60,12 @@ func startRedis(b *testing.B) *goredis.Client {
 // of a pipeline included: the round trips a governed call costs. The
 // handshake of a new pooled connection (HELLO, CLIENT SETINFO) is not a gate
 // operation and is not counted.
-type cmdCounter struct{ n atomic.Int64 }
+// With trips set it counts network round trips instead: one per command, one
+// per pipeline.
+type cmdCounter struct {
+	n     atomic.Int64
+	trips bool
+}
 
 func handshake(cmd goredis.Cmder) bool {
 	switch cmd.Name() {
@@ -83,6 +88,10 @@ func (h *cmdCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 func (h *cmdCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		if h.trips {
+			h.n.Add(1)
+			return next(ctx, cmds)
+		}
 		for _, cmd := range cmds {
 			if !handshake(cmd) {
 				h.n.Add(1)
