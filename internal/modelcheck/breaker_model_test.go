@@ -149,6 +149,35 @@ func TestBreakerModelMiniredis(t *testing.T) {
 	reportMini(t, t.Name(), failures, nil)
 }
 
+// fanOut runs job for every seed, on one worker goroutine per rig, and
+// returns when all are done. A job hands its result over through collect,
+// which serialises the bookkeeping of every worker.
+func fanOut(rigs []*miniRig, seeds []uint64, job func(rg *miniRig, seed uint64)) {
+	jobs := make(chan uint64)
+	var wg sync.WaitGroup
+	for _, rg := range rigs {
+		wg.Go(func() {
+			for seed := range jobs {
+				job(rg, seed)
+			}
+		})
+	}
+	for _, s := range seeds {
+		jobs <- s
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+var collectMu sync.Mutex
+
+// collect runs f under the lock shared by every fanOut worker.
+func collect(f func()) {
+	collectMu.Lock()
+	defer collectMu.Unlock()
+	f()
+}
+
 // runMini generates seeds on workers, one miniredis each, and returns the
 // diverging runs in seed order and the number of steps run.
 func runMini(t *testing.T, seeds []uint64, n int, wrap func(*redis.Breaker) gate.ProviderGate) ([]run, int, coverage) {
@@ -159,36 +188,24 @@ func runMini(t *testing.T, seeds []uint64, n int, wrap func(*redis.Breaker) gate
 		rigs[i] = newMiniRig(t)
 		rigs[i].wrap = wrap
 	}
-	jobs := make(chan uint64)
 	var (
-		mu       sync.Mutex
 		failures []run
 		errs     []error
 		total    int
 		cov      coverage
-		wg       sync.WaitGroup
 	)
-	for _, rg := range rigs {
-		wg.Go(func() {
-			for seed := range jobs {
-				f, err := generate(rg, seed, n)
-				mu.Lock()
-				total += len(f.seq)
-				cov.add(f.cov)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("seed %d: %w", seed, err))
-				} else if f.div != nil {
-					failures = append(failures, f)
-				}
-				mu.Unlock()
+	fanOut(rigs, seeds, func(rg *miniRig, seed uint64) {
+		f, err := generate(rg, seed, n)
+		collect(func() {
+			total += len(f.seq)
+			cov.add(f.cov)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("seed %d: %w", seed, err))
+			} else if f.div != nil {
+				failures = append(failures, f)
 			}
 		})
-	}
-	for _, s := range seeds {
-		jobs <- s
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	require.Empty(t, errs)
 	slices.SortFunc(failures, func(a, b run) int { return cmp.Compare(a.seed, b.seed) })
 	return failures, total, cov

@@ -124,36 +124,24 @@ func runMiniQuota(t *testing.T, seeds []uint64, n int, wrap func(gate.QuotaGate)
 		rigs[i] = newMiniRig(t)
 		rigs[i].wrapQuota = wrap
 	}
-	jobs := make(chan uint64)
 	var (
-		mu       sync.Mutex
 		failures []quotaRun
 		errs     []error
 		total    int
 		cov      quotaCoverage
-		wg       sync.WaitGroup
 	)
-	for _, rg := range rigs {
-		wg.Go(func() {
-			for seed := range jobs {
-				f, err := generateQuota(rg, seed, n)
-				mu.Lock()
-				total += len(f.seq)
-				cov.add(f.cov)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("seed %d: %w", seed, err))
-				} else if f.div != nil {
-					failures = append(failures, f)
-				}
-				mu.Unlock()
+	fanOut(rigs, seeds, func(rg *miniRig, seed uint64) {
+		f, err := generateQuota(rg, seed, n)
+		collect(func() {
+			total += len(f.seq)
+			cov.add(f.cov)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("seed %d: %w", seed, err))
+			} else if f.div != nil {
+				failures = append(failures, f)
 			}
 		})
-	}
-	for _, s := range seeds {
-		jobs <- s
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	require.Empty(t, errs)
 	slices.SortFunc(failures, func(a, b quotaRun) int { return cmp.Compare(a.seed, b.seed) })
 	return failures, total, cov
