@@ -20,26 +20,15 @@ var benchLimits = map[string]gate.Limits{
 // the system clock: Acquire with an estimate, Settle with a smaller actual
 // count (the common case: estimates are upper bounds), Release. Target:
 // ≤ 150 ns/op, 0 allocs/op.
-func BenchmarkQuotaAcquireSettleRelease(b *testing.B) {
-	q, err := memory.NewQuota(benchLimits)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := b.Context()
-	b.ReportAllocs()
-	for b.Loop() {
-		p, d, err := q.Acquire(ctx, "openai-eu", 10)
-		if err != nil || !d.Allowed {
-			b.Fatalf("Acquire: %+v %v", d, err)
-		}
-		_ = q.Settle(ctx, p, 7)
-		_ = q.Release(ctx, p)
-	}
-}
+func BenchmarkQuotaAcquireSettleRelease(b *testing.B) { benchAcquireSettleRelease(b, 7) }
 
 // BenchmarkQuotaAcquireSettleReleaseDebit settles above the estimate, the
 // path that reads the clock a second time.
-func BenchmarkQuotaAcquireSettleReleaseDebit(b *testing.B) {
+func BenchmarkQuotaAcquireSettleReleaseDebit(b *testing.B) { benchAcquireSettleRelease(b, 13) }
+
+// benchAcquireSettleRelease acquires with an estimate of 10 tokens and
+// settles at actual.
+func benchAcquireSettleRelease(b *testing.B, actual int64) {
 	q, err := memory.NewQuota(benchLimits)
 	if err != nil {
 		b.Fatal(err)
@@ -51,7 +40,7 @@ func BenchmarkQuotaAcquireSettleReleaseDebit(b *testing.B) {
 		if err != nil || !d.Allowed {
 			b.Fatalf("Acquire: %+v %v", d, err)
 		}
-		_ = q.Settle(ctx, p, 13)
+		_ = q.Settle(ctx, p, actual)
 		_ = q.Release(ctx, p)
 	}
 }
