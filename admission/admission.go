@@ -263,6 +263,16 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			}
 			t.paced = true
 		}
+		if a.memo.entries.Load() > 0 {
+			// The gates' round trips take time: an upstream's Retry-After
+			// (or another round's breaker answer) that reached the memo
+			// meanwhile still holds the source off, read at a fresh now.
+			if ra := a.memo.Remaining(name, a.clock.Now()); ra > 0 {
+				t.giveBack(ctx)
+				rej = a.reject(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra}, "", clock)
+				continue
+			}
+		}
 		return t, rej, nil
 	}
 	if gateErr != nil {

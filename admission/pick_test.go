@@ -238,3 +238,57 @@ func TestPickWithTheAIMDPacer(t *testing.T) {
 	w, _ = pacer.Window("s1")
 	assert.Equal(t, 2, w, "a window's worth of successes (1) grows it by one")
 }
+
+// holdingOffQuota is a quota gate during whose first Acquire round trip for
+// source an upstream's Retry-After for it reaches the memo, as a concurrent
+// call's 429 would.
+type holdingOffQuota struct {
+	*fakeQuota
+	adm      **admission.SourceAdmission
+	source   string
+	holdOff  time.Duration
+	acquired int
+}
+
+func (q *holdingOffQuota) Acquire(ctx context.Context, source string, est int64) (gate.Permit, gate.QuotaDecision, error) {
+	p, d, err := q.fakeQuota.Acquire(ctx, source, est)
+	if source == q.source {
+		q.acquired++
+		if q.acquired == 1 {
+			(*q.adm).HoldOff(source, q.holdOff)
+		}
+	}
+	return p, d, err
+}
+
+// TestPickHonoursARetryAfterThatLandsDuringTheGateRoundTrips: the memo is
+// read again after the gates answered, so a source held off while its
+// breaker and quota were being asked is not admitted, and everything taken
+// for it is given back.
+func TestPickHonoursARetryAfterThatLandsDuringTheGateRoundTrips(t *testing.T) {
+	var adm *admission.SourceAdmission
+	q := &holdingOffQuota{fakeQuota: newFakeQuota(), adm: &adm, source: "s1", holdOff: 2 * time.Second}
+	f := newFixture(t, withSources(admission.Source{Name: "s1"}, admission.Source{Name: "s2"}),
+		withRand(func() float64 { return 0 }), // order s1, s2
+		func(c *admission.Config) { c.Quota = q })
+	adm = f.adm
+
+	tk, rej, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	assert.Equal(t, "s2", tk.Source, "s1 was held off before its ticket was handed out")
+	assert.Equal(t, admission.Rejections{{Source: "s1", Reason: admission.Cooldown, RetryAfter: 2 * time.Second}}, rej)
+	assert.Equal(t, 1, q.acquired)
+	assert.Zero(t, q.held("s1"), "the permit taken for s1 was released")
+	assert.Zero(t, q.tokens("s1"), "and its reservation refunded")
+	assert.Zero(t, f.pacer.holding("s1"))
+	assert.EqualValues(t, 1, f.gate.record.Load(), "s1's breaker decision was given back as Released")
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+
+	f.clk.Advance(2 * time.Second)
+	tk, _, err = f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	assert.Equal(t, "s1", tk.Source, "once the hold-off ran out s1 is admitted again")
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+}

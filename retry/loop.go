@@ -268,9 +268,8 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		var he *errs.HTTPError
 		switch {
 		case class == Throttle && errors.As(err, &he) && he.RetryAfter > 0:
-			// The upstream said when: hold the source off until then (a
-			// longer running cooldown stays) and fail over at once.
-			l.adm.HoldOff(t.Source, he.RetryAfter)
+			// attemptOnce held the source off until the upstream's
+			// Retry-After: fail over at once.
 			continue
 		case class == Fatal:
 			// The breaker is open now; the next round skips the source.
@@ -342,6 +341,14 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		class = CallerError
 	}
 	outcome = outcomeOf(class)
+	var he *errs.HTTPError
+	if class == Throttle && errors.As(err, &he) && he.RetryAfter > 0 {
+		// The upstream said when: hold the source off now, before the
+		// deferred Done spends round trips on the gates, so that no round
+		// of this process admits the source in between (a longer running
+		// cooldown stays).
+		l.adm.HoldOff(t.Source, he.RetryAfter)
+	}
 	return zero, class, err
 }
 

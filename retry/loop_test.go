@@ -107,6 +107,37 @@ func TestThrottleHoldsTheSourceOffUntilRetryAfterAndIsNotABreakerFailure(t *test
 	e.requireNothingHeld(t)
 }
 
+// memoAtRecord notes, when the ticket of source gives its breaker decision
+// back, how long the memo then holds the source off.
+type memoAtRecord struct {
+	gate.ProviderGate
+	e      *env
+	source string
+	seen   []time.Duration
+}
+
+func (g *memoAtRecord) Record(ctx context.Context, s string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
+	if s == g.source {
+		g.seen = append(g.seen, g.e.loop.Admission().Memo().Remaining(s, g.e.clk.Now()))
+	}
+	return g.ProviderGate.Record(ctx, s, d, o)
+}
+
+// TestThrottleHoldsTheSourceOffBeforeTheTicketIsGivenBack: the upstream's
+// Retry-After reaches the memo before Done spends its round trips on the
+// gates, so no other round of the process admits the source in between.
+func TestThrottleHoldsTheSourceOffBeforeTheTicketIsGivenBack(t *testing.T) {
+	g := &memoAtRecord{source: "s1"}
+	e := newEnv(t, func(c *retry.Config) { g.ProviderGate = c.Breaker; c.Breaker = g })
+	g.e = e
+	s := &script{errs: map[string][]error{"s1": {httpErr(429, 20*time.Second, "slow down")}}}
+	v, err := retry.Run(context.Background(), e.loop, 1, s.attempt)
+	require.NoError(t, err)
+	assert.Equal(t, "ok@s2", v)
+	assert.Equal(t, []time.Duration{20 * time.Second}, g.seen, "held off when s1's decision was given back")
+	e.requireNothingHeld(t)
+}
+
 func TestThrottleRetryAfterNeverShortensARunningCooldown(t *testing.T) {
 	e := newEnv(t)
 	e.loop.Admission().HoldOff("s2", time.Minute)
