@@ -543,7 +543,7 @@ func TestConcurrentAnswersReportOneChainOfRealStates(t *testing.T) {
 	}
 
 	ch := ev.changes()
-	require.Greater(t, len(ch), 50, "the run must have moved the breaker")
+	require.Greater(t, len(ch), 30, "the run must have moved the breaker (the 8 overrides alone make 8 changes)")
 	from, fromForced, gen := gate.Closed, gate.ForceNone, uint64(0)
 	for k, c := range ch {
 		assert.Equal(t, from, c.From, "change %d: From is the previous To", k)
