@@ -203,7 +203,9 @@ func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 // to Call.OnNoRunnable. A gate's error skips its source; when no source
 // wins, the round returns the first such error (with everything taken in it
 // given back) instead of waiting on a gate that cannot answer. A done ctx
-// ends the round before it starts.
+// ends the round before it starts, and a gate error that comes with a done
+// ctx ends it at once with ctx.Err(), everything given back and nothing
+// logged: the caller gave up, no gate failed.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -229,6 +231,10 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		}
 		d, err := a.breaker.TryEnter(ctx, name)
 		if err != nil {
+			if ctx.Err() != nil {
+				// The caller gave up: no source is to blame.
+				return nil, rej, ctx.Err()
+			}
 			gateErr = a.gateError(gateErr, "breaker", name, err)
 			continue
 		}
@@ -245,6 +251,9 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
 				t.giveBack(ctx)
+				if ctx.Err() != nil {
+					return nil, rej, ctx.Err()
+				}
 				gateErr = a.gateError(gateErr, "quota", name, err)
 				continue
 			}

@@ -187,6 +187,77 @@ func TestPickReturnsCtxErrWhenTheCallIsAlreadyCancelled(t *testing.T) {
 	assert.Zero(t, f.gate.tryEnter.Load())
 }
 
+// cancellingBreaker cancels the call during the TryEnter round trip of
+// source and answers with the cancellation, as go-redis does.
+type cancellingBreaker struct {
+	*countingGate
+	source string
+	cancel context.CancelFunc
+}
+
+func (g *cancellingBreaker) TryEnter(ctx context.Context, s string) (gate.Decision, error) {
+	if s == g.source {
+		g.cancel()
+		return gate.Decision{}, ctx.Err()
+	}
+	return g.countingGate.TryEnter(ctx, s)
+}
+
+// cancellingQuota cancels the call during the Acquire round trip of source.
+type cancellingQuota struct {
+	*fakeQuota
+	source string
+	cancel context.CancelFunc
+}
+
+func (q *cancellingQuota) Acquire(ctx context.Context, s string, est int64) (gate.Permit, gate.QuotaDecision, error) {
+	if s == q.source {
+		q.cancel()
+		return gate.Permit{}, gate.QuotaDecision{}, ctx.Err()
+	}
+	return q.fakeQuota.Acquire(ctx, s, est)
+}
+
+// TestPickEndsAtOnceWhenTheCallIsCancelledDuringAGateRoundTrip: the gate's
+// error is the caller's cancellation, not a gate failure — the round ends
+// with ctx.Err(), asks no further source, holds nothing and logs nothing.
+func TestPickEndsAtOnceWhenTheCallIsCancelledDuringAGateRoundTrip(t *testing.T) {
+	for _, stage := range []string{"breaker", "quota"} {
+		t.Run(stage, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var cq *cancellingQuota
+			f := newFixture(t, withSources(admission.Source{Name: "s1"}, admission.Source{Name: "s2"}),
+				withRand(func() float64 { return 0 }), // order s1, s2
+				func(c *admission.Config) {
+					if stage == "breaker" {
+						c.Breaker = &cancellingBreaker{countingGate: c.Breaker.(*countingGate), source: "s1", cancel: cancel}
+					} else {
+						cq = &cancellingQuota{fakeQuota: c.Quota.(*fakeQuota), source: "s1", cancel: cancel}
+						c.Quota = cq
+					}
+				})
+
+			tk, _, err := f.adm.Pick(ctx, nil, 10)
+			assert.Nil(t, tk)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.NotContains(t, err.Error(), "gate", "a cancellation is not reported as a gate error")
+			assert.Empty(t, f.logs.records(slog.LevelWarn), "nothing logged: no gate failed")
+			asked := int64(0) // the cancelling breaker does not count s1
+			if stage == "quota" {
+				asked = 1 // s1
+			}
+			assert.Equal(t, asked, f.gate.tryEnter.Load(), "s2 was not asked")
+			assert.Zero(t, f.snapshot(t, "s1").ProbesInFlight)
+			assert.Zero(t, f.quota.held("s1"))
+			assert.Zero(t, f.quota.held("s2"))
+			if stage == "quota" {
+				assert.EqualValues(t, 1, f.gate.record.Load(), "s1's breaker decision was given back")
+			}
+		})
+	}
+}
+
 func TestNewReportsEveryInvalidField(t *testing.T) {
 	_, err := admission.New(admission.Config{
 		Sources:      []admission.Source{{Name: "a"}, {Name: "a", Weight: -1}, {}},
