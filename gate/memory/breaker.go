@@ -40,8 +40,8 @@ func NewBreaker(p gate.Policy, opts ...Option) (*Breaker, error) {
 func (b *Breaker) Policy() gate.Policy { return b.p }
 
 // record is one source's breaker state. Every field is guarded by mu; word
-// mirrors the few facts the Closed success path needs so that path can skip
-// the lock (see publish).
+// mirrors the few facts the Closed success path needs, and openPhase those of an
+// Open rejection, so that these paths can skip the lock (see unlock).
 type record struct {
 	mu          sync.Mutex
 	word        atomic.Uint64 // gen<<2 | dirtyBit | closedBit, published at unlock
@@ -55,6 +55,17 @@ type record struct {
 	openUntil   time.Time
 	leases      []lease
 	forced      gate.Force // operator override (force.go)
+	// openPhase mirrors an Open phase with an end and no override, so that a
+	// rejection before openUntil can skip the lock too; nil otherwise.
+	// Published at unlock, before word.
+	openPhase atomic.Pointer[openView]
+}
+
+// openView is an Open phase as the lock-free rejection path reads it. A
+// view is never modified: a new phase or a pushed openUntil stores a new one.
+type openView struct {
+	gen   uint64
+	until time.Time
 }
 
 const (
@@ -69,6 +80,13 @@ const (
 // ends here, so a lock-free reader of word sees the record as it was at some
 // unlock: its reads linearise at that instant.
 func (r *record) unlock() {
+	if r.state == gate.Open && r.forced == gate.ForceNone && !r.openUntil.IsZero() {
+		if v := r.openPhase.Load(); v == nil || v.gen != r.gen || !v.until.Equal(r.openUntil) {
+			r.openPhase.Store(&openView{gen: r.gen, until: r.openUntil})
+		}
+	} else if r.openPhase.Load() != nil {
+		r.openPhase.Store(nil)
+	}
 	w := r.gen << 2
 	if r.state == gate.Closed && r.forced == gate.ForceNone {
 		w |= closedBit
@@ -114,6 +132,14 @@ func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, err
 		// The hot path takes no lock and reads no clock: Closed admission
 		// depends on neither.
 		return gate.Decision{Allowed: true, State: gate.Closed, Token: w >> 2, Generation: w >> 2}, nil
+	}
+	if v := r.openPhase.Load(); v != nil {
+		// An Open rejection before openUntil changes nothing either: it
+		// needs the clock, not the lock. At or past openUntil the locked
+		// path moves the record to HalfOpen.
+		if now := b.clock.Now(); now.Before(v.until) {
+			return gate.Decision{State: gate.Open, RetryAfter: v.until.Sub(now), Generation: v.gen}, nil
+		}
 	}
 	return b.tryEnterLocked(r), nil
 }

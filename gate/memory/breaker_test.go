@@ -163,3 +163,54 @@ func TestConcurrentSuccessesNeverTripAShortStreak(t *testing.T) {
 		require.NoError(t, <-errc)
 	}
 }
+
+// The Open rejection skips the lock: what it reports must follow every change
+// of the Open phase — a Fatal that pushes openUntil, an override that takes
+// the end away and gives it back, the end itself.
+func TestLockFreeOpenRejectionFollowsThePhase(t *testing.T) {
+	clk := testutil.NewFakeClock()
+	const cooldown = time.Second
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1, Cooldown: cooldown, MaxCooldown: 8 * cooldown},
+		memory.WithClock(clk))
+	require.NoError(t, err)
+	ctx := context.Background()
+	enter := func() gate.Decision {
+		d, err := b.TryEnter(ctx, "s")
+		require.NoError(t, err)
+		return d
+	}
+	d := enter()
+	u, err := b.Record(ctx, "s", d, gate.Failure)
+	require.NoError(t, err)
+	require.Equal(t, gate.Open, u.State)
+
+	clk.Advance(100 * time.Millisecond)
+	assert.Equal(t, gate.Decision{State: gate.Open, RetryAfter: 900 * time.Millisecond, Generation: u.Generation}, enter())
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = enter() }), "an Open rejection allocates nothing")
+
+	u2, err := b.Record(ctx, "s", d, gate.Fatal) // pushes openUntil to now + cooldown
+	require.NoError(t, err)
+	require.Equal(t, cooldown, u2.RetryAfter)
+	clk.Advance(100 * time.Millisecond)
+	assert.Equal(t, gate.Decision{State: gate.Open, RetryAfter: cooldown - 100*time.Millisecond, Generation: u2.Generation}, enter(),
+		"the pushed openUntil, not the first")
+
+	require.NoError(t, b.Force(ctx, "s", gate.ForceOpen))
+	forced := enter()
+	assert.Equal(t, gate.ForceOpen, forced.Forced, "an override is reported")
+	assert.Zero(t, forced.RetryAfter, "a forced Open has no certain end")
+	require.NoError(t, b.Force(ctx, "s", gate.ForceNone)) // a fresh Closed record
+	d = enter()
+	assert.True(t, d.Allowed, "lifting the override leaves no Open phase behind: %+v", d)
+	assert.Equal(t, gate.Closed, d.State)
+
+	u3, err := b.Record(ctx, "s", d, gate.Failure)
+	require.NoError(t, err)
+	require.Equal(t, cooldown, u3.RetryAfter)
+	clk.Advance(cooldown - time.Millisecond)
+	assert.Equal(t, gate.Decision{State: gate.Open, RetryAfter: time.Millisecond, Generation: u3.Generation}, enter())
+	clk.Advance(time.Millisecond)
+	probe := enter()
+	assert.True(t, probe.Allowed && probe.Probe, "at openUntil the source is HalfOpen and grants a probe: %+v", probe)
+	assert.Equal(t, gate.HalfOpen, probe.State)
+}
