@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,10 +14,15 @@ import (
 // RetryAfter contract of package gate exactly. It is safe for concurrent use;
 // each source has its own lock, and the Closed path allocates nothing.
 type Breaker struct {
-	p       gate.Policy
-	clock   gate.Clock
-	width   int64 // window bucket width in ms; 0 when the window rule is off
-	records sync.Map
+	p     gate.Policy
+	clock gate.Clock
+	width int64 // window bucket width in ms; 0 when the window rule is off
+	// records maps a source to its record. The map is never modified once
+	// stored: a new source copies it under adding (sources are few and
+	// added once), so a lookup is one atomic load and a string-keyed map
+	// read, without the interface hashing of sync.Map.
+	records atomic.Pointer[map[string]*record]
+	adding  sync.Mutex
 }
 
 var _ gate.ProviderGate = (*Breaker)(nil)
@@ -103,24 +109,38 @@ type lease struct {
 	until time.Time
 }
 
+// record returns the record of source, adding a fresh Closed one on first
+// sight.
 func (b *Breaker) record(source string) *record {
-	if r, ok := b.records.Load(source); ok {
-		return r.(*record)
+	if r := b.peek(source); r != nil {
+		return r
+	}
+	b.adding.Lock()
+	defer b.adding.Unlock()
+	var cur map[string]*record
+	if m := b.records.Load(); m != nil {
+		cur = *m
+	}
+	if r := cur[source]; r != nil {
+		return r // added meanwhile
 	}
 	fresh := &record{
 		cooldown: b.p.Cooldown,
 		leases:   make([]lease, 0, b.p.HalfOpenProbes),
 	}
 	fresh.word.Store(closedBit)
-	r, _ := b.records.LoadOrStore(source, fresh)
-	return r.(*record)
+	next := make(map[string]*record, len(cur)+1)
+	maps.Copy(next, cur)
+	next[source] = fresh
+	b.records.Store(&next)
+	return fresh
 }
 
 // peek returns the record of source, or nil when the source was never seen
 // (it reads as Closed).
 func (b *Breaker) peek(source string) *record {
-	if r, ok := b.records.Load(source); ok {
-		return r.(*record)
+	if m := b.records.Load(); m != nil {
+		return (*m)[source]
 	}
 	return nil
 }

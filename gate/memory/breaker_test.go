@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,4 +214,36 @@ func TestLockFreeOpenRejectionFollowsThePhase(t *testing.T) {
 	probe := enter()
 	assert.True(t, probe.Allowed && probe.Probe, "at openUntil the source is HalfOpen and grants a probe: %+v", probe)
 	assert.Equal(t, gate.HalfOpen, probe.State)
+}
+
+// Goroutines meeting sources for the first time at once share one record per
+// source: with ConsecutiveFailures equal to the number of goroutines, each
+// source opens only when every goroutine's failure landed on the same record.
+func TestFirstSightOfSourcesFromManyGoroutinesSharesOneRecord(t *testing.T) {
+	const goroutines, sources = 8, 64
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: goroutines})
+	require.NoError(t, err)
+	ctx := context.Background()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for i := range sources {
+				s := "s" + strconv.Itoa((i+g*7)%sources) // each goroutine its own order
+				d, err := b.TryEnter(ctx, s)
+				if assert.NoError(t, err) && assert.True(t, d.Allowed) {
+					_, err = b.Record(ctx, s, d, gate.Failure)
+					assert.NoError(t, err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range sources {
+		s, err := b.Snapshot(ctx, "s"+strconv.Itoa(i))
+		require.NoError(t, err)
+		assert.Equal(t, gate.Open, s.State, "source s%d: %d failures counted", i, s.ConsecutiveFailures)
+	}
 }
