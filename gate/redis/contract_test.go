@@ -26,6 +26,25 @@ import (
 // phase blurs into the next.
 var realTime = contracttest.RealClock{Tolerance: 75 * time.Millisecond}
 
+// realBreakers is the contract suites' breaker factory on the real server
+// (single node, cluster or Sentinel) behind c.
+func realBreakers(c goredis.UniversalClient) contracttest.BreakerFactory {
+	return func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
+		b, err := redis.NewBreaker(c, "chat", p)
+		require.NoError(t, err)
+		return b, realTime
+	}
+}
+
+// realQuotas is the quota suite's factory on the real server behind c.
+func realQuotas(c goredis.UniversalClient) contracttest.QuotaFactory {
+	return func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
+		q, err := redis.NewQuota(c, "chat", limits)
+		require.NoError(t, err)
+		return q, contracttest.RealClock{}
+	}
+}
+
 func TestContractMiniredis(t *testing.T) {
 	contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
 		b, clk, _ := miniGate(t, p)
@@ -36,11 +55,7 @@ func TestContractMiniredis(t *testing.T) {
 func TestContractRedisServer(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	c := realClient(t, srv.Addr)
-	contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
-		b, err := redis.NewBreaker(c, "chat", p)
-		require.NoError(t, err)
-		return b, realTime
-	})
+	contracttest.RunBreaker(t, realBreakers(c))
 }
 
 // TestRedisCluster runs everything that needs a cluster on one 3-master
@@ -51,19 +66,11 @@ func TestRedisCluster(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 
 	t.Run("Contract", func(t *testing.T) {
-		contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
-			b, err := redis.NewBreaker(c, "chat", p)
-			require.NoError(t, err)
-			return b, realTime
-		})
+		contracttest.RunBreaker(t, realBreakers(c))
 	})
 
 	t.Run("QuotaContract", func(t *testing.T) {
-		contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
-			q, err := redis.NewQuota(c, "chat", limits)
-			require.NoError(t, err)
-			return q, contracttest.RealClock{}
-		})
+		contracttest.RunQuota(t, realQuotas(c))
 	})
 
 	t.Run("KeysOfASourceShareOneSlot", func(t *testing.T) {

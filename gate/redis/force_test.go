@@ -24,11 +24,7 @@ func TestForceContractMiniredis(t *testing.T) {
 func TestForceContractRedisServer(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	c := realClient(t, srv.Addr)
-	contracttest.RunBreakerForce(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
-		b, err := redis.NewBreaker(c, "chat", p)
-		require.NoError(t, err)
-		return b, realTime
-	})
+	contracttest.RunBreakerForce(t, realBreakers(c))
 }
 
 // An override lasts until it is cleared: a forced record keeps no TTL, even

@@ -32,11 +32,7 @@ func TestQuotaContractRedisServer(t *testing.T) {
 	t.Parallel() // mostly real-time sleeping
 	srv := testutil.StartRedis(t)
 	c := realClient(t, srv.Addr)
-	contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
-		q, err := redis.NewQuota(c, "chat", limits)
-		require.NoError(t, err)
-		return q, contracttest.RealClock{}
-	})
+	contracttest.RunQuota(t, realQuotas(c))
 }
 
 func TestNewQuotaRejectsInvalidArguments(t *testing.T) {

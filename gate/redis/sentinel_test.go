@@ -33,27 +33,15 @@ func TestRedisSentinel(t *testing.T) {
 	require.IsType(t, &goredis.Client{}, c, "MasterName makes NewUniversalClient build a failover client")
 
 	t.Run("Contract", func(t *testing.T) {
-		contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
-			b, err := redis.NewBreaker(c, "chat", p)
-			require.NoError(t, err)
-			return b, realTime
-		})
+		contracttest.RunBreaker(t, realBreakers(c))
 	})
 
 	t.Run("ForceContract", func(t *testing.T) {
-		contracttest.RunBreakerForce(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {
-			b, err := redis.NewBreaker(c, "chat", p)
-			require.NoError(t, err)
-			return b, realTime
-		})
+		contracttest.RunBreakerForce(t, realBreakers(c))
 	})
 
 	t.Run("QuotaContract", func(t *testing.T) {
-		contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {
-			q, err := redis.NewQuota(c, "chat", limits)
-			require.NoError(t, err)
-			return q, contracttest.RealClock{}
-		})
+		contracttest.RunQuota(t, realQuotas(c))
 	})
 
 	t.Run("OpenBreakerStaysOpenAcrossFailover", func(t *testing.T) {
