@@ -18,6 +18,7 @@ const racers = 64
 func concurrencyCases() []breakerCase {
 	return []breakerCase{
 		{name: "HalfOpenProbesGrantsExactlyNConcurrentLeases", policy: func(p *gate.Policy) {
+			longLease(p)
 			p.HalfOpenProbes = 3
 			p.SuccessThreshold = 2
 		}, run: func(h *breakerHarness) {
@@ -40,7 +41,7 @@ func concurrencyCases() []breakerCase {
 			// Two successes close; the third holder's lease went with HalfOpen.
 			require.Equal(h.t, gate.HalfOpen, h.record(leases[1], gate.Success).State)
 			require.Equal(h.t, gate.Closed, h.record(leases[2], gate.Success).State)
-			h.miss(h.record(leases[3], gate.Success), gate.Closed, time.Time{})
+			h.miss(h.record(leases[3], gate.Success), gate.Closed, moment{})
 		}},
 		{name: "ConcurrentTryEnterGrantsExactlyOneProbe", run: func(h *breakerHarness) {
 			raceForProbes(h)
@@ -61,24 +62,26 @@ func concurrencyCases() []breakerCase {
 					memo[src] = until
 				}
 			}
-			hidden := func(src string) bool { return memo[src].After(h.clk.Now()) }
+			hidden := func(src string) bool { return memo[src].After(h.now()) }
 
+			// The memo's clock: each answer counts from the start of its
+			// call, so that on real time an Open memo ends by openUntil.
 			openUntil := h.trip()
 			// An Open rejection legitimately memoises the cooldown.
 			d := h.enter()
 			h.rejectedOpen(d, openUntil)
-			setUntil(h.src, h.clk.Now().Add(d.RetryAfter))
-			h.advancePast(h.p.Cooldown)
+			setUntil(h.src, h.last.lo.Add(d.RetryAfter))
+			h.advanceTo(openUntil)
 			require.False(h.t, hidden(h.src), "the Open memo outlived the cooldown")
 
 			probe := h.enter() // caller 1
 			h.probe(probe)
 			busy := h.enter() // caller 2, concurrent
 			h.rejectedHalfOpen(busy)
-			setUntil(h.src, h.clk.Now().Add(busy.RetryAfter))
+			setUntil(h.src, h.last.lo.Add(busy.RetryAfter))
 			u := h.record(probe, gate.Success)
 			require.Equal(h.t, gate.Closed, u.State)
-			setUntil(h.src, h.clk.Now().Add(u.RetryAfter))
+			setUntil(h.src, h.last.lo.Add(u.RetryAfter))
 
 			assert.False(h.t, hidden(h.src), "recovered source still hidden by the memo until %v (now %v)", memo[h.src], h.clk.Now())
 			h.admitted(h.enter())
@@ -90,8 +93,7 @@ func concurrencyCases() []breakerCase {
 // TryEnter at once: exactly HalfOpenProbes get a probe, with distinct tokens,
 // and every other caller gets a HalfOpen rejection with RetryAfter 0.
 func raceForProbes(h *breakerHarness) {
-	h.trip()
-	h.advancePast(h.p.Cooldown)
+	h.advanceTo(h.trip())
 
 	type result struct {
 		d   gate.Decision

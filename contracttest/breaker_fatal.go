@@ -16,13 +16,13 @@ func fatalReleasedCases() []breakerCase {
 			u := h.record(h.enter(), gate.Fatal)
 			assert.True(h.t, u.Applied)
 			assert.Equal(h.t, gate.Open, u.State, "one Fatal opens at once")
-			h.near(h.p.Cooldown, u.RetryAfter, "Fatal from Closed: RetryAfter = Cooldown")
+			openUntil := h.opened(h.p.Cooldown, u.RetryAfter, "Fatal from Closed: RetryAfter = Cooldown")
 			s := h.snap()
 			assert.Equal(h.t, gate.Open, s.State)
 			assert.Greater(h.t, s.Generation, g0)
 			assert.Equal(h.t, h.p.Cooldown, s.Cooldown, "Fatal from Closed does not grow the cooldown")
-			h.nearTime(h.clk.Now().Add(h.p.Cooldown), s.OpenUntil, "openUntil = now + Cooldown")
-			h.rejectedOpen(h.enter(), s.OpenUntil)
+			h.withinTime(h.t, openUntil, s.OpenUntil, "openUntil = now + Cooldown")
+			h.rejectedOpen(h.enter(), at(s.OpenUntil))
 		}},
 		{name: "FatalFromHalfOpenGrowsCooldown", run: func(h *breakerHarness) {
 			d := h.toHalfOpen()
@@ -30,35 +30,43 @@ func fatalReleasedCases() []breakerCase {
 			grown := 2 * h.p.Cooldown
 			assert.True(h.t, u.Applied)
 			assert.Equal(h.t, gate.Open, u.State)
-			h.near(grown, u.RetryAfter, "Fatal from HalfOpen grows the cooldown like a failed probe")
+			openUntil := h.opened(grown, u.RetryAfter, "Fatal from HalfOpen grows the cooldown like a failed probe")
 			s := h.snap()
 			assert.Equal(h.t, grown, s.Cooldown)
-			h.nearTime(h.clk.Now().Add(grown), s.OpenUntil, "openUntil = now + grown cooldown")
+			h.withinTime(h.t, openUntil, s.OpenUntil, "openUntil = now + grown cooldown")
 			assert.Equal(h.t, 0, s.ProbesInFlight)
 		}},
 		{name: "FatalFromOpenPushesOpenUntil", run: func(h *breakerHarness) {
-			stale := h.enter()
-			h.admitted(stale)
-			openUntil := h.trip()
-			g := h.snap().Generation
-			h.clk.Advance(150 * time.Millisecond)
-			// Stale (admitted while Closed) yet applied: the credential is bad
-			// whenever the call was admitted.
-			u := h.record(stale, gate.Fatal)
-			assert.True(h.t, u.Applied, "Fatal applies even with a stale decision")
-			assert.Equal(h.t, gate.Open, u.State)
-			h.near(h.p.Cooldown, u.RetryAfter, "openUntil pushed to now + Cooldown")
-			s := h.snap()
-			pushed := h.clk.Now().Add(h.p.Cooldown)
-			h.nearTime(pushed, s.OpenUntil, "openUntil = max(openUntil, now + current cooldown)")
-			assert.True(h.t, s.OpenUntil.After(openUntil), "openUntil moved back or stayed: %v, was %v", s.OpenUntil, openUntil)
-			assert.Equal(h.t, h.p.Cooldown, s.Cooldown, "Fatal from Open keeps the current cooldown")
-			// doc.go: the generation grows on every transition; Open→Open is
-			// none, so no assertion on it beyond "not smaller".
-			assert.GreaterOrEqual(h.t, s.Generation, g)
-			// The old openUntil passing no longer lets a probe through.
-			h.advancePast(openUntil.Sub(h.clk.Now()))
-			h.rejectedOpen(h.enter(), s.OpenUntil)
+			h.attempts(func() bool {
+				stale := h.enter()
+				h.admitted(stale)
+				openUntil := h.trip()
+				g := h.snap().Generation
+				h.clk.Advance(150 * time.Millisecond)
+				// Stale (admitted while Closed) yet applied: the credential is bad
+				// whenever the call was admitted.
+				u := h.record(stale, gate.Fatal)
+				assert.True(h.t, u.Applied, "Fatal applies even with a stale decision")
+				assert.Equal(h.t, gate.Open, u.State)
+				pushed := h.opened(h.p.Cooldown, u.RetryAfter, "openUntil pushed to now + Cooldown")
+				s := h.snap()
+				h.withinTime(h.t, pushed, s.OpenUntil, "openUntil = max(openUntil, now + current cooldown)")
+				// 150ms after the trip, now + Cooldown is past the old openUntil
+				// whatever the brackets.
+				assert.True(h.t, s.OpenUntil.After(openUntil.hi), "openUntil moved back or stayed: %v, was %v … %v", s.OpenUntil, openUntil.lo, openUntil.hi)
+				assert.Equal(h.t, h.p.Cooldown, s.Cooldown, "Fatal from Open keeps the current cooldown")
+				// doc.go: the generation grows on every transition; Open→Open is
+				// none, so no assertion on it beyond "not smaller".
+				assert.GreaterOrEqual(h.t, s.Generation, g)
+				// The old openUntil passing no longer lets a probe through.
+				h.advanceTo(openUntil)
+				d := h.enter()
+				if !h.judged(at(s.OpenUntil), d.Allowed) {
+					return false
+				}
+				h.rejectedOpen(d, at(s.OpenUntil))
+				return true
+			})
 		}},
 		{name: "FatalWithStaleDecisionAppliesInHalfOpen", run: func(h *breakerHarness) {
 			stale := h.enter()
@@ -68,10 +76,10 @@ func fatalReleasedCases() []breakerCase {
 			u := h.record(stale, gate.Fatal)
 			assert.True(h.t, u.Applied, "Fatal applies even with a stale decision")
 			assert.Equal(h.t, gate.Open, u.State)
-			h.near(2*h.p.Cooldown, u.RetryAfter, "Fatal in HalfOpen grows the cooldown")
+			h.opened(2*h.p.Cooldown, u.RetryAfter, "Fatal in HalfOpen grows the cooldown")
 			// The probe's lease went with the HalfOpen phase.
 			s := h.snap()
-			h.miss(h.record(probe, gate.Success), gate.Open, s.OpenUntil)
+			h.miss(h.record(probe, gate.Success), gate.Open, at(s.OpenUntil))
 			assert.Equal(h.t, gate.Open, h.snap().State)
 		}},
 		{name: "FatalWithExpiredProbeLeaseApplies", run: func(h *breakerHarness) {
@@ -80,7 +88,7 @@ func fatalReleasedCases() []breakerCase {
 			u := h.record(old, gate.Fatal)
 			assert.True(h.t, u.Applied, "Fatal applies even with an expired lease")
 			assert.Equal(h.t, gate.Open, u.State)
-			h.near(2*h.p.Cooldown, u.RetryAfter, "Fatal in HalfOpen grows the cooldown")
+			h.opened(2*h.p.Cooldown, u.RetryAfter, "Fatal in HalfOpen grows the cooldown")
 		}},
 		{name: "ReleasedFreesProbeLease", run: func(h *breakerHarness) {
 			d := h.toHalfOpen()
@@ -100,7 +108,7 @@ func fatalReleasedCases() []breakerCase {
 			h.probe(next)
 			assert.NotEqual(h.t, d.Token, next.Token)
 			// A released lease cannot be recorded again.
-			h.miss(h.record(d, gate.Success), gate.HalfOpen, time.Time{})
+			h.miss(h.record(d, gate.Success), gate.HalfOpen, moment{})
 		}},
 		{name: "ReleasedInClosedChangesNothing", policy: windowPolicy, run: func(h *breakerHarness) {
 			h.record(h.enter(), gate.Failure)

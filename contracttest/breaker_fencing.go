@@ -1,8 +1,6 @@
 package contracttest
 
 import (
-	"time"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,11 +12,21 @@ import (
 func fencingCases() []breakerCase {
 	return []breakerCase{
 		{name: "ProbeLeaseExpiresAtProbeTTL", run: func(h *breakerHarness) {
-			old := h.toHalfOpen()
-			early := h.shortOf()
-			h.clk.Advance(h.p.ProbeTTL - early)
-			h.rejectedHalfOpen(h.enter())
-			h.advancePast(early)
+			var old gate.Decision
+			var expiry moment
+			h.attempts(func() bool {
+				old = h.toHalfOpen()
+				expiry = h.last.add(h.p.ProbeTTL)
+				// Just before the lease expires: still held.
+				h.advanceTo(expiry.add(-h.shortOf()))
+				d := h.enter()
+				if !h.judged(expiry, d.Allowed) {
+					return false
+				}
+				h.rejectedHalfOpen(d)
+				return true
+			})
+			h.advanceTo(expiry)
 			// The lease expired at grant + ProbeTTL: the next caller takes the
 			// slot with a new token.
 			fresh := h.enter()
@@ -28,7 +36,7 @@ func fencingCases() []breakerCase {
 			// The vanished holder's late outcomes change nothing, and its
 			// Released must not free the new holder's slot.
 			for _, o := range []gate.Outcome{gate.Success, gate.Failure, gate.Released} {
-				h.miss(h.record(old, o), gate.HalfOpen, time.Time{})
+				h.miss(h.record(old, o), gate.HalfOpen, moment{})
 			}
 			s := h.snap()
 			assert.Equal(h.t, gate.HalfOpen, s.State)
@@ -41,11 +49,12 @@ func fencingCases() []breakerCase {
 		}},
 		{name: "ExpiredProbeOutcomeChangesNothing", run: func(h *breakerHarness) {
 			old := h.toHalfOpen()
+			expiry := h.last.add(h.p.ProbeTTL)
 			gHalf := h.snap().Generation
 			// Expired but not yet re-granted: the lease no longer exists.
-			h.advancePast(h.p.ProbeTTL)
-			h.miss(h.record(old, gate.Failure), gate.HalfOpen, time.Time{})
-			h.miss(h.record(old, gate.Success), gate.HalfOpen, time.Time{})
+			h.advanceTo(expiry)
+			h.miss(h.record(old, gate.Failure), gate.HalfOpen, moment{})
+			h.miss(h.record(old, gate.Success), gate.HalfOpen, moment{})
 			s := h.snap()
 			assert.Equal(h.t, gate.HalfOpen, s.State)
 			assert.Equal(h.t, gHalf, s.Generation)
@@ -77,8 +86,8 @@ func fencingCases() []breakerCase {
 			require.Equal(h.t, gate.Closed, h.record(d, gate.Success).State)
 			g := h.snap().Generation
 			require.NotEqual(h.t, late.Token, g, "the cycle must have moved the generation")
-			h.miss(h.record(late, gate.Failure), gate.Closed, time.Time{})
-			h.miss(h.record(late, gate.Success), gate.Closed, time.Time{})
+			h.miss(h.record(late, gate.Failure), gate.Closed, moment{})
+			h.miss(h.record(late, gate.Success), gate.Closed, moment{})
 			s := h.snap()
 			assert.Equal(h.t, 0, s.ConsecutiveFailures, "an old generation's Failure is not counted")
 			assert.Equal(h.t, g, s.Generation)
@@ -91,12 +100,12 @@ func fencingCases() []breakerCase {
 			h.probe(second)
 			require.Equal(h.t, gate.Closed, h.record(first, gate.Success).State)
 			// The second lease went with the HalfOpen phase.
-			h.miss(h.record(second, gate.Failure), gate.Closed, time.Time{})
+			h.miss(h.record(second, gate.Failure), gate.Closed, moment{})
 			assert.Equal(h.t, 0, h.snap().ConsecutiveFailures)
 		}},
 		{name: "RecordOfNotAllowedDecisionIsMiss", run: func(h *breakerHarness) {
 			// A zero Decision on a Closed source is not an admission.
-			h.miss(h.record(gate.Decision{}, gate.Failure), gate.Closed, time.Time{})
+			h.miss(h.record(gate.Decision{}, gate.Failure), gate.Closed, moment{})
 			assert.Equal(h.t, 0, h.snap().ConsecutiveFailures, "a not-allowed Failure was counted")
 			openUntil := h.trip()
 			rejected := h.enter()
@@ -111,12 +120,12 @@ func fencingCases() []breakerCase {
 			assert.Equal(h.t, before.Generation, after.Generation)
 			assert.True(h.t, before.OpenUntil.Equal(after.OpenUntil), "openUntil moved: %v → %v", before.OpenUntil, after.OpenUntil)
 			// A HalfOpen rejection is no lease either.
-			h.advancePast(h.p.Cooldown)
+			h.advanceTo(openUntil)
 			h.probe(h.enter())
 			busy := h.enter()
 			h.rejectedHalfOpen(busy)
-			h.miss(h.record(busy, gate.Released), gate.HalfOpen, time.Time{})
-			h.miss(h.record(busy, gate.Success), gate.HalfOpen, time.Time{})
+			h.miss(h.record(busy, gate.Released), gate.HalfOpen, moment{})
+			h.miss(h.record(busy, gate.Success), gate.HalfOpen, moment{})
 			s := h.snap()
 			assert.Equal(h.t, 1, s.ProbesInFlight, "a rejected caller's Released freed the holder's lease")
 			assert.Equal(h.t, 0, s.ProbeSuccesses)

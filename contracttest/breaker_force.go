@@ -36,7 +36,7 @@ func RunBreakerForce(t *testing.T, newGate BreakerFactory) {
 				require.NoError(t, p.Validate(), "contract suite built an invalid policy")
 				g, clk := newGate(t, p)
 				require.True(t, isForcer(g), "factory returned %T, which does not implement gate.Forcer", g)
-				c.run(&breakerHarness{t: t, g: g, clk: clk, p: p, src: sourceName(nonce, c.name, "")})
+				c.run(&breakerHarness{t: t, g: g, timing: timing{clk: clk}, p: p, src: sourceName(nonce, c.name, "")})
 			})
 		}
 	})
@@ -51,7 +51,10 @@ func (h *breakerHarness) force(f gate.Force) { h.forceOn(h.src, f) }
 
 func (h *breakerHarness) forceOn(src string, f gate.Force) {
 	h.t.Helper()
-	require.NoError(h.t, h.g.(gate.Forcer).Force(h.t.Context(), src, f), "Force(%q, %v)", src, f)
+	lo := h.begin()
+	err := h.g.(gate.Forcer).Force(h.t.Context(), src, f)
+	h.end(lo)
+	require.NoError(h.t, err, "Force(%q, %v)", src, f)
 }
 
 // rejectedForcedOpen asserts the rejection of a forced Open: RetryAfter
@@ -168,7 +171,7 @@ func forceCases() []breakerCase {
 			h.force(gate.ForceClosed)
 			g1 := h.snap().Generation
 			assert.Greater(h.t, g1, before, "Force must grow the generation")
-			h.miss(h.record(d, gate.Failure), gate.Closed, time.Time{})
+			h.miss(h.record(d, gate.Failure), gate.Closed, moment{})
 			assert.Equal(h.t, 0, h.snap().ConsecutiveFailures, "a decision from before the Force counts nothing")
 			h.force(gate.ForceClosed)
 			assert.Greater(h.t, h.snap().Generation, g1, "every Force grows the generation")

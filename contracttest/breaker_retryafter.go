@@ -25,10 +25,10 @@ func retryAfterCases() []breakerCase {
 		{name: "OpenRejectionRetryAfterIsOpenUntilMinusNow", run: func(h *breakerHarness) {
 			openUntil := h.trip()
 			h.rejectedOpen(h.enter(), openUntil)
+			// 50ms into the 200ms cooldown: 150ms on a fake clock, at most
+			// that on real time (the bracket bounds it by 150ms from above).
 			h.clk.Advance(50 * time.Millisecond)
-			d := h.enter()
-			h.rejectedOpen(d, openUntil)
-			h.near(h.p.Cooldown-50*time.Millisecond, d.RetryAfter, "Open rejection 50ms into a 200ms cooldown")
+			h.rejectedOpen(h.enter(), openUntil)
 		}},
 		{name: "HalfOpenRejectionRetryAfterIsZero", run: func(h *breakerHarness) {
 			h.toHalfOpen()
@@ -54,25 +54,24 @@ func retryAfterCases() []breakerCase {
 			u := h.record(h.enter(), gate.Failure)
 			assert.True(h.t, u.Applied)
 			assert.Equal(h.t, gate.Open, u.State)
-			h.near(h.p.Cooldown, u.RetryAfter, "tripping Failure: RetryAfter = openUntil − now = Cooldown")
+			h.opened(h.p.Cooldown, u.RetryAfter, "tripping Failure: RetryAfter = openUntil − now = Cooldown")
 		}},
 		{name: "RecordFencingMissInHalfOpenRetryAfterIsZero", run: func(h *breakerHarness) {
 			stale := h.enter()
 			h.admitted(stale)
 			h.toHalfOpen()
-			h.miss(h.record(stale, gate.Success), gate.HalfOpen, time.Time{})
-			h.miss(h.record(stale, gate.Failure), gate.HalfOpen, time.Time{})
-			h.miss(h.record(stale, gate.Released), gate.HalfOpen, time.Time{})
+			h.miss(h.record(stale, gate.Success), gate.HalfOpen, moment{})
+			h.miss(h.record(stale, gate.Failure), gate.HalfOpen, moment{})
+			h.miss(h.record(stale, gate.Released), gate.HalfOpen, moment{})
 			assert.Equal(h.t, gate.HalfOpen, h.snap().State)
 		}},
 		{name: "RecordFencingMissInOpenRetryAfterIsOpenUntilMinusNow", run: func(h *breakerHarness) {
 			stale := h.enter()
 			h.admitted(stale)
 			openUntil := h.trip()
+			// 50ms into the 200ms cooldown: the miss reports what is left.
 			h.clk.Advance(50 * time.Millisecond)
-			u := h.record(stale, gate.Success)
-			h.miss(u, gate.Open, openUntil)
-			h.near(h.p.Cooldown-50*time.Millisecond, u.RetryAfter, "fencing miss 50ms into a 200ms cooldown")
+			h.miss(h.record(stale, gate.Success), gate.Open, openUntil)
 			h.miss(h.record(stale, gate.Failure), gate.Open, openUntil)
 		}},
 		{name: "RetryAfterSourcesIsMinimum", run: func(h *breakerHarness) {
@@ -80,13 +79,21 @@ func retryAfterCases() []breakerCase {
 			untilA := h.tripOn(a)
 			h.clk.Advance(100 * time.Millisecond)
 			untilB := h.tripOn(b)
-			now := h.clk.Now()
-			h.near(untilA.Sub(now), h.retryAfter(a, b), "RetryAfter(a, b)")
-			h.near(untilA.Sub(now), h.retryAfter(b, a), "RetryAfter(b, a)")
-			h.near(untilB.Sub(now), h.retryAfter(b), "RetryAfter(b)")
-			h.near(untilA.Sub(now), h.retryAfter(a, a), "a source listed twice")
+			for _, c := range []struct {
+				sources []string
+				until   moment
+				what    string
+			}{
+				{[]string{a, b}, untilA, "RetryAfter(a, b)"},
+				{[]string{b, a}, untilA, "RetryAfter(b, a)"},
+				{[]string{b}, untilB, "RetryAfter(b)"},
+				{[]string{a, a}, untilA, "a source listed twice"},
+			} {
+				ra := h.retryAfter(c.sources...)
+				h.remaining(c.until, ra, c.what)
+			}
 		}},
-		{name: "RetryAfterSourcesCountsHalfOpenAsZero", run: func(h *breakerHarness) {
+		{name: "RetryAfterSourcesCountsHalfOpenAsZero", policy: longLease, run: func(h *breakerHarness) {
 			open := h.other("open")
 			h.toHalfOpen()
 			h.tripOn(open)
@@ -112,10 +119,10 @@ func retryAfterCases() []breakerCase {
 			assert.Equal(h.t, time.Duration(0), ra, "nil list")
 		}},
 		{name: "RetryAfterSourcesNeverNegative", run: func(h *breakerHarness) {
-			h.trip()
+			openUntil := h.trip()
 			// Cooldown passed but nobody called TryEnter: the record is still
 			// Open, its openUntil in the past; RetryAfter clamps to 0.
-			h.advancePast(h.p.Cooldown + 100*time.Millisecond)
+			h.advanceTo(openUntil.add(100 * time.Millisecond))
 			assert.Equal(h.t, time.Duration(0), h.retryAfter(h.src))
 			assert.Equal(h.t, time.Duration(0), h.retryAfter(h.src, h.other("closed")))
 			// RetryAfter moves no state.

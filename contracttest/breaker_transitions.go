@@ -35,12 +35,13 @@ func transitionCases() []breakerCase {
 			u := h.record(h.enter(), gate.Failure)
 			require.True(h.t, u.Applied)
 			require.Equal(h.t, gate.Open, u.State)
+			openUntil := h.opened(h.p.Cooldown, u.RetryAfter, "tripping Failure: RetryAfter = Cooldown")
 			s := h.snap()
 			assert.Equal(h.t, gate.Open, s.State)
 			assert.Greater(h.t, s.Generation, g0, "Closed→Open is a new generation")
-			h.nearTime(h.clk.Now().Add(h.p.Cooldown), s.OpenUntil, "openUntil = now + Cooldown")
+			h.withinTime(h.t, openUntil, s.OpenUntil, "openUntil = now + Cooldown")
 			assert.Equal(h.t, h.p.Cooldown, s.Cooldown)
-			h.rejectedOpen(h.enter(), s.OpenUntil)
+			h.rejectedOpen(h.enter(), at(s.OpenUntil))
 		}},
 		{name: "SuccessResetsConsecutiveFailures", run: func(h *breakerHarness) {
 			for range h.p.ConsecutiveFailures - 1 {
@@ -72,7 +73,7 @@ func transitionCases() []breakerCase {
 			u = h.record(h.enter(), gate.Failure)
 			require.True(h.t, u.Applied)
 			require.Equal(h.t, gate.Open, u.State, "share 3/6 reaches WindowFailureRate 0.5")
-			h.near(h.p.Cooldown, u.RetryAfter, "window trip: RetryAfter = Cooldown")
+			h.opened(h.p.Cooldown, u.RetryAfter, "window trip: RetryAfter = Cooldown")
 		}},
 		{name: "FailureRateWindowNeedsMinCalls", policy: windowPolicy, run: func(h *breakerHarness) {
 			// F F F: share 1.0 but only 3 of WindowMinCalls 4 outcomes.
@@ -99,7 +100,8 @@ func transitionCases() []breakerCase {
 			for range 3 {
 				h.record(h.enter(), gate.Failure)
 			}
-			// One bucket beyond the window: those failures are gone.
+			// One bucket beyond the window after the last of them: those
+			// failures are gone.
 			h.advancePast(h.p.Window + h.p.Window/10)
 			for _, o := range []gate.Outcome{gate.Success, gate.Success, gate.Success, gate.Failure} {
 				u := h.record(h.enter(), o)
@@ -110,20 +112,28 @@ func transitionCases() []breakerCase {
 			assert.Equal(h.t, 1, s.WindowFailures)
 		}},
 		{name: "OpenToHalfOpenAtFirstTryEnterAtOpenUntil", run: func(h *breakerHarness) {
-			openUntil := h.trip()
-			gOpen := h.snap().Generation
-			early := h.shortOf()
-			h.clk.Advance(h.p.Cooldown - early)
-			d := h.enter()
-			h.rejectedOpen(d, openUntil)
-			h.near(early, d.RetryAfter, "just before openUntil")
+			var openUntil moment
+			var gOpen uint64
+			h.attempts(func() bool {
+				openUntil = h.trip()
+				gOpen = h.snap().Generation
+				// Just before openUntil: an Open rejection with what is left
+				// (1ms on a fake clock).
+				h.advanceTo(openUntil.add(-h.shortOf()))
+				d := h.enter()
+				if !h.judged(openUntil, d.Allowed) {
+					return false
+				}
+				h.rejectedOpen(d, openUntil)
+				return true
+			})
 			// Reaching openUntil moves nothing by itself (Snapshot does not move).
-			h.advancePast(early)
+			h.advanceTo(openUntil)
 			s := h.snap()
 			assert.Equal(h.t, gate.Open, s.State, "only TryEnter moves Open to HalfOpen")
 			assert.Equal(h.t, time.Duration(0), s.RetryAfter, "Open whose cooldown passed reports 0")
 			// The first TryEnter at openUntil (exactly, on a fake clock) gets the probe.
-			d = h.enter()
+			d := h.enter()
 			h.probe(d)
 			s = h.snap()
 			assert.Equal(h.t, gate.HalfOpen, s.State)
@@ -164,50 +174,49 @@ func transitionCases() []breakerCase {
 			grown := 2 * h.p.Cooldown
 			assert.True(h.t, u.Applied)
 			assert.Equal(h.t, gate.Open, u.State)
-			h.near(grown, u.RetryAfter, "re-open after a failed probe: RetryAfter = Cooldown × 2")
+			openUntil := h.opened(grown, u.RetryAfter, "re-open after a failed probe: RetryAfter = Cooldown × 2")
 			s := h.snap()
 			assert.Equal(h.t, gate.Open, s.State)
 			assert.Greater(h.t, s.Generation, gHalf, "HalfOpen→Open is a new generation")
 			assert.Equal(h.t, grown, s.Cooldown)
-			h.nearTime(h.clk.Now().Add(grown), s.OpenUntil, "openUntil = now + grown cooldown")
+			h.withinTime(h.t, openUntil, s.OpenUntil, "openUntil = now + grown cooldown")
 			assert.Equal(h.t, 0, s.ProbesInFlight)
-			h.rejectedOpen(h.enter(), s.OpenUntil)
+			h.rejectedOpen(h.enter(), at(s.OpenUntil))
 		}},
 		{name: "CooldownGrowsByMultiplierAndCapsAtMaxCooldown", policy: func(p *gate.Policy) {
 			p.CooldownMultiplier = 1.5
 			p.MaxCooldown = 800 * time.Millisecond
 		}, run: func(h *breakerHarness) {
-			h.trip()
+			openUntil := h.trip()
 			// 200 → 300 → 450 → 675 → 800 (cap, not 1012.5) → 800.
 			want := []time.Duration{300, 450, 675, 800, 800}
-			cooldown := h.p.Cooldown
 			for i, w := range want {
 				w *= time.Millisecond
-				h.advancePast(cooldown)
+				h.advanceTo(openUntil)
 				d := h.enter()
 				h.probe(d)
 				u := h.record(d, gate.Failure)
 				require.Equal(h.t, gate.Open, u.State, "probe failure %d", i+1)
-				h.near(w, u.RetryAfter, "RetryAfter after probe failure")
+				openUntil = h.opened(w, u.RetryAfter, "RetryAfter after probe failure")
 				assert.Equal(h.t, w, h.snap().Cooldown, "Cooldown after probe failure %d", i+1)
-				cooldown = w
 			}
 		}},
 		{name: "CooldownResetsAfterClosing", run: func(h *breakerHarness) {
 			d := h.toHalfOpen()
 			u := h.record(d, gate.Failure)
 			require.Equal(h.t, gate.Open, u.State)
+			openUntil := h.last.add(2 * h.p.Cooldown)
 			require.Equal(h.t, 2*h.p.Cooldown, h.snap().Cooldown)
-			h.advancePast(2 * h.p.Cooldown)
+			h.advanceTo(openUntil)
 			d = h.enter()
 			h.probe(d)
 			u = h.record(d, gate.Success)
 			require.Equal(h.t, gate.Closed, u.State)
 			assert.Equal(h.t, h.p.Cooldown, h.snap().Cooldown, "closing resets the cooldown to Policy.Cooldown")
-			h.trip()
+			openUntil = h.trip()
 			s := h.snap()
 			assert.Equal(h.t, h.p.Cooldown, s.Cooldown)
-			h.nearTime(h.clk.Now().Add(h.p.Cooldown), s.OpenUntil, "the next trip uses Policy.Cooldown")
+			h.withinTime(h.t, openUntil, s.OpenUntil, "the next trip uses Policy.Cooldown")
 		}},
 	}
 }

@@ -21,9 +21,9 @@ import (
 type QuotaFactory func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, Clock)
 
 // Limits every case builds on. On real time the RPM and TPM allowances refill
-// one request and 2 000 tokens every 200ms, far above a Slack of tens of
-// milliseconds, while a minute's allowance (300 requests, one 600 000-token
-// call) is quick to spend.
+// one request and 2 000 tokens every 200ms, far above a round trip or a Slack
+// of tens of milliseconds, while a minute's allowance (300 requests, one
+// 600 000-token call) is quick to spend.
 const (
 	qRPM      = 300                          // one request per qInterval
 	qTPM      = 600_000                      // 10 tokens per ms
@@ -65,8 +65,9 @@ type quotaCase struct {
 // Lease expiry of a permit never released is backend-specific (the Redis
 // gate's leases expire, the memory gate's do not) and is not part of the
 // suite. Subtests run in parallel and RunQuota returns when all are done.
-// Durations are compared within clk.Slack(); a run on real time takes a few
-// seconds.
+// Durations the gate reports are compared exactly on a fake clock and, on
+// real time, with the bracket the package doc describes; a run on real time
+// takes a few seconds.
 func RunQuota(t *testing.T, newGate QuotaFactory) {
 	t.Helper()
 	run := runCounter.Add(1)
@@ -92,18 +93,19 @@ func RunQuota(t *testing.T, newGate QuotaFactory) {
 				g, clk := newGate(t, limits)
 				require.NotNil(t, g, "factory returned a nil gate")
 				require.NotNil(t, clk, "factory returned a nil clock")
-				c.run(&quotaHarness{t: t, g: g, clk: clk, src: src})
+				c.run(&quotaHarness{t: t, g: g, timing: timing{clk: clk}, src: src})
 			})
 		}
 	})
 }
 
 // quotaHarness holds one subtest's gate, clock and source and wraps the
-// port's calls so that every error fails the subtest at once.
+// port's calls so that every error fails the subtest at once. Each wrapper
+// brackets its call (timing.last), which the assertions after it use.
 type quotaHarness struct {
+	timing
 	t   *testing.T
 	g   gate.QuotaGate
-	clk Clock
 	src string
 }
 
@@ -116,7 +118,9 @@ func (h *quotaHarness) acquire(est int64) (gate.Permit, gate.QuotaDecision) {
 
 func (h *quotaHarness) acquireOn(src string, est int64) (gate.Permit, gate.QuotaDecision) {
 	h.t.Helper()
+	lo := h.begin()
 	p, d, err := h.g.Acquire(h.t.Context(), src, est)
+	h.end(lo)
 	require.NoError(h.t, err, "Acquire(%q, %d)", src, est)
 	assert.GreaterOrEqual(h.t, d.RetryAfter, time.Duration(0), "Acquire(%q): RetryAfter is never negative", src)
 	if d.Allowed {
@@ -149,99 +153,154 @@ func (h *quotaHarness) rejected(est int64, limit string) gate.QuotaDecision {
 
 func (h *quotaHarness) settle(p gate.Permit, actual int64) {
 	h.t.Helper()
-	require.NoError(h.t, h.g.Settle(h.t.Context(), p, actual), "Settle(%+v, %d)", p, actual)
+	lo := h.begin()
+	err := h.g.Settle(h.t.Context(), p, actual)
+	h.end(lo)
+	require.NoError(h.t, err, "Settle(%+v, %d)", p, actual)
 }
 
 func (h *quotaHarness) release(p gate.Permit) {
 	h.t.Helper()
-	require.NoError(h.t, h.g.Release(h.t.Context(), p), "Release(%+v)", p)
+	lo := h.begin()
+	err := h.g.Release(h.t.Context(), p)
+	h.end(lo)
+	require.NoError(h.t, err, "Release(%+v)", p)
 }
 
-// near asserts got = want within the clock's Slack (exactly on a fake clock).
-func (h *quotaHarness) near(want, got time.Duration, what string) {
+// waits asserts that rejection, the answer of the latest call, waits until
+// free: RetryAfter = free − now.
+func (h *quotaHarness) waits(free moment, rejection gate.QuotaDecision, what string) {
 	h.t.Helper()
-	want = max(want, 0)
-	if slack := h.clk.Slack(); slack > 0 {
-		assert.InDelta(h.t, float64(want), float64(got), float64(slack), "%s: want %v ± %v, got %v", what, want, slack, got)
+	h.within(h.t, free.since(h.last).clamped(), rejection.RetryAfter, what)
+}
+
+// grantsUntilRejected acquires zero-token requests until the first rejection
+// and returns how many were granted, the rejection, and the bracket of the
+// first Acquire.
+func (h *quotaHarness) grantsUntilRejected(limit int) (int, gate.QuotaDecision, moment) {
+	h.t.Helper()
+	var first moment
+	for n := 0; ; n++ {
+		_, d := h.acquire(0)
+		if n == 0 {
+			first = h.last
+		}
+		if !d.Allowed {
+			return n, d, first
+		}
+		require.Less(h.t, n, 2*limit, "RPM %d never rejects", limit)
+	}
+}
+
+// refilled is how many whole requests an RPM of perMinute refills from the
+// moment from until the latest call: ⌊(call − from) / interval⌋, a range on
+// real time (never below 0: the calls come in order).
+func (h *quotaHarness) refilled(from moment, perMinute int) (lo, hi int) {
+	whole := func(d time.Duration) int {
+		return int(max(d, 0).Nanoseconds() * int64(perMinute) / time.Minute.Nanoseconds())
+	}
+	passed := h.last.since(from)
+	return whole(passed.lo - h.margin()), whole(passed.hi + h.margin())
+}
+
+// countWithin asserts got ∈ [lo, hi]; equal on a fake clock.
+func (h *quotaHarness) countWithin(lo, hi, got int, what string) {
+	h.t.Helper()
+	if lo == hi {
+		assert.Equal(h.t, lo, got, what)
 		return
 	}
-	assert.Equal(h.t, want, got, what)
+	assert.GreaterOrEqual(h.t, got, lo, what)
+	assert.LessOrEqual(h.t, got, hi, what)
 }
 
 // exhaustRPM spends a fresh RPM bucket of perMinute: it acquires until the
-// first rejection and returns how many were granted, the rejection, and the
-// instant before the first Acquire. On a fake clock exactly perMinute are
-// granted; on real time a slow run also gets what refilled meanwhile, never
-// more.
-func (h *quotaHarness) exhaustRPM(perMinute int) (int, gate.QuotaDecision, time.Time) {
+// first rejection, which it returns, and asserts how many were granted and
+// the rejection's RetryAfter. The bucket is full at the first Acquire, so
+// perMinute requests are granted at once, plus one for each interval that
+// passed until the rejection (none on a fake clock), and the k-th request
+// beyond perMinute fits k intervals after the first Acquire (rounded up to
+// the µs: on a fake clock the first wait of an RPM of 270 is ⌈60s/270⌉µs).
+func (h *quotaHarness) exhaustRPM(perMinute int) gate.QuotaDecision {
 	h.t.Helper()
-	interval := time.Minute / time.Duration(perMinute)
-	t0 := h.clk.Now()
-	for n := 0; ; n++ {
-		_, d := h.acquire(0)
-		if d.Allowed {
-			require.Less(h.t, n, 2*perMinute, "RPM %d never rejects", perMinute)
+	n, d, first := h.grantsUntilRejected(perMinute)
+	assert.Equal(h.t, gate.LimitRPM, d.Limit, "rejecting limit")
+	lo, hi := h.refilled(first, perMinute)
+	// A round trip slower than an interval may let the bucket refill past
+	// full between two grants, which only lowers the count: on real time
+	// the floor is perMinute.
+	if !h.exact() {
+		lo = 0
+	}
+	h.countWithin(perMinute+lo, perMinute+hi, n, "granted before the first RPM rejection: the minute plus what refilled")
+	k := int64(n - perMinute + 1)
+	next := first.add(ceilMicro(time.Duration(k)*time.Minute, int64(perMinute)))
+	h.waits(next, d, fmt.Sprintf("RPM %d rejection: RetryAfter = until one request refills", perMinute))
+	return d
+}
+
+// early is how much before the end of a wait of ra a "not yet" retry
+// stands: one µs — the gates' resolution — on a fake clock; on real time
+// twice the Slack, or half the wait when that is shorter, and the retry
+// counts only if its bracket shows it landed before the wait ended
+// (timing.before). A wait too short to retry early in is 0.
+func (h *quotaHarness) early(ra time.Duration) time.Duration {
+	if h.exact() {
+		return time.Microsecond
+	}
+	if ra < 2*rounding {
+		return 0
+	}
+	return min(2*h.clk.Slack(), ra/2)
+}
+
+// exactRetry pins RetryAfter's exactness on d, the rejection of an est-token
+// request by limit that the latest call returned: a retry clearly earlier is
+// rejected by the same limit, with RetryAfter what was left, and a retry
+// exactly RetryAfter after a rejection is granted. It returns the granted
+// permit and the moment the retried request fitted.
+//
+// On real time a retry meant to land early may land at or after the end of
+// the wait, where granting it is right; the check then starts over from the
+// next rejection, a few times at most.
+func (h *quotaHarness) exactRetry(d gate.QuotaDecision, est int64, limit string) (gate.Permit, moment) {
+	h.t.Helper()
+	for i := 1; ; i++ {
+		require.LessOrEqual(h.t, i, 2*maxAttempts, "%d rejections in a row left no wait to retry early in, or their early retries landed too late to judge", i-1)
+		free := h.last.add(d.RetryAfter)
+		early := h.early(d.RetryAfter)
+		if early == 0 || early >= d.RetryAfter {
+			// On real time a slow run may leave too little of the wait to
+			// probe "earlier" in: check the grant at RetryAfter, then use
+			// the next rejection, which waits a full refill. (On a fake
+			// clock a wait of 1µs or less is a wrong one.)
+			require.False(h.t, h.exact(), "the rejection must leave a wait to probe: %+v", d)
+			h.advanceTo(free)
+			p, got := h.acquire(est)
+			require.True(h.t, got.Allowed, "a retry exactly RetryAfter (%v) after a rejection must be granted: %+v", d.RetryAfter, got)
+			h.release(p)
+			d = h.rejected(est, limit)
 			continue
 		}
-		assert.Equal(h.t, gate.LimitRPM, d.Limit, "rejecting limit")
-		if h.clk.Slack() == 0 {
-			assert.Equal(h.t, perMinute, n, "granted before the first RPM rejection")
-		} else {
-			refilled := int(h.clk.Now().Sub(t0) / interval)
-			assert.GreaterOrEqual(h.t, n, perMinute, "granted before the first RPM rejection")
-			assert.LessOrEqual(h.t, n, perMinute+refilled, "granted before the first RPM rejection: the minute plus what refilled")
+		h.advanceTo(free.add(-early))
+		p, again := h.acquire(est)
+		if again.Allowed {
+			require.False(h.t, h.before(free), "a retry %v before RetryAfter (%v) must be rejected: %+v", early, d.RetryAfter, again)
+			h.t.Logf("a retry meant to land %v before the wait ended at %v ran from %v to %v: granting it is right, starting over",
+				early, free.lo, h.last.lo, h.last.hi)
+			h.release(p)
+			d = h.rejected(est, limit)
+			continue
 		}
-		return n, d, t0
-	}
-}
-
-// atMost asserts got = want on a fake clock; on real time, where the sleeps
-// that led here may have overshot, that got is positive and at most want
-// (within Slack).
-func (h *quotaHarness) atMost(want, got time.Duration, what string) {
-	h.t.Helper()
-	if h.clk.Slack() == 0 {
-		assert.Equal(h.t, want, got, what)
-		return
-	}
-	assert.Positive(h.t, got, what)
-	assert.LessOrEqual(h.t, got, want+h.clk.Slack(), what)
-}
-
-// early is how much before RetryAfter a "not yet" retry stands: one µs — the
-// gates' resolution — on a fake clock, twice the Slack on real time.
-func (h *quotaHarness) early() time.Duration { return max(2*h.clk.Slack(), time.Microsecond) }
-
-// exactRetry pins RetryAfter's exactness on a rejection d of an est-token
-// request by limit: a retry clearly earlier is rejected by the same limit,
-// and a retry exactly RetryAfter after a rejection is granted. It returns the
-// granted permit.
-func (h *quotaHarness) exactRetry(d gate.QuotaDecision, est int64, limit string) gate.Permit {
-	h.t.Helper()
-	for d.RetryAfter <= h.early() {
-		// On real time a slow run may leave too little of the wait to probe
-		// "earlier" in: check the grant at RetryAfter, then use the next
-		// rejection, which waits a full refill.
-		require.Positive(h.t, h.clk.Slack(), "the rejection must leave a wait to probe: %+v", d)
-		h.clk.Advance(d.RetryAfter)
+		assert.Equal(h.t, limit, again.Limit, "retried %v before RetryAfter: rejecting limit", early)
+		h.waits(free, again, fmt.Sprintf("retried %v before RetryAfter: RetryAfter is what was left", early))
+		// Exactly RetryAfter after the latest rejection: granted.
+		free = h.last.add(again.RetryAfter)
+		h.advanceTo(free)
 		p, got := h.acquire(est)
-		require.True(h.t, got.Allowed, "a retry exactly RetryAfter (%v) after a rejection must be granted: %+v", d.RetryAfter, got)
-		h.release(p)
-		d = h.rejected(est, limit)
+		require.True(h.t, got.Allowed, "a retry exactly RetryAfter (%v) after a rejection must be granted: %+v", again.RetryAfter, got)
+		return p, free
 	}
-	h.clk.Advance(d.RetryAfter - h.early())
-	again := h.rejected(est, limit)
-	if h.clk.Slack() == 0 {
-		assert.Equal(h.t, h.early(), again.RetryAfter, "retried %v before RetryAfter: RetryAfter is what was left", h.early())
-	} else {
-		// A real sleep may overshoot; what is left can only have shrunk.
-		assert.LessOrEqual(h.t, again.RetryAfter, h.early()+h.clk.Slack(), "retried %v before RetryAfter: RetryAfter is what was left", h.early())
-	}
-	// Exactly RetryAfter after the latest rejection: granted.
-	h.clk.Advance(again.RetryAfter)
-	p, got := h.acquire(est)
-	require.True(h.t, got.Allowed, "a retry exactly RetryAfter (%v) after a rejection must be granted: %+v", again.RetryAfter, got)
-	return p
 }
 
 // requireTokensError asserts err is a *gate.TokensError for tokens.

@@ -66,16 +66,16 @@ func quotaInFlightCases() []quotaCase {
 		}},
 		{name: "RateRejectionTakesNoSlot", limits: gate.Limits{TPM: qTPM, MaxInFlight: 1}, run: func(h *quotaHarness) {
 			h.release(h.granted(qTPM))
-			p := h.exactRetry(h.rejected(qTokens, gate.LimitTPM), qTokens, gate.LimitTPM)
+			p, _ := h.exactRetry(h.rejected(qTokens, gate.LimitTPM), qTokens, gate.LimitTPM)
 			h.rejected(0, gate.LimitInFlight)
 			h.release(p)
 			h.granted(0)
 		}},
 		{name: "RateAndInFlightRejectRetryAfterIsTheRateWait", limits: gate.Limits{TPM: qTPM, MaxInFlight: 1}, run: func(h *quotaHarness) {
-			t0 := h.clk.Now()
 			h.granted(qTPM)
+			spent := h.last
 			d := h.rejected(qTokens, gate.LimitTPM)
-			h.near(t0.Add(qTPMWait).Sub(h.clk.Now()), d.RetryAfter, "TPM and MaxInFlight reject: RetryAfter is TPM's wait")
+			h.waits(spent.add(qTPMWait), d, "TPM and MaxInFlight reject: RetryAfter is TPM's wait")
 		}},
 	}
 }

@@ -1,6 +1,7 @@
 package contracttest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -15,72 +16,73 @@ import (
 func quotaRateCases() []quotaCase {
 	return []quotaCase{
 		{name: "RPMAdmitsAMinuteOfRequestsThenRejects", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
-			n, d, t0 := h.exhaustRPM(qRPM)
-			// The next request refills one interval after the first was
+			// exhaustRPM asserts the count and the rejection's RetryAfter:
+			// the next request refills one interval after the first was
 			// taken, for each request granted beyond the minute.
-			next := t0.Add(time.Duration(n-qRPM+1) * qInterval)
-			h.near(next.Sub(h.clk.Now()), d.RetryAfter, "RPM rejection: RetryAfter = until one request refills")
+			h.exhaustRPM(qRPM)
 		}},
 		{name: "RPMRetryAtRetryAfterIsAdmittedEarlierIsNot", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
-			_, d, _ := h.exhaustRPM(qRPM)
-			h.exactRetry(d, 0, gate.LimitRPM)
+			d := h.exhaustRPM(qRPM)
+			_, fitted := h.exactRetry(d, 0, gate.LimitRPM)
 			d = h.rejected(0, gate.LimitRPM)
-			h.atMost(qInterval, d.RetryAfter, "after the retry took the refilled request: RetryAfter = one interval")
+			h.waits(fitted.add(qInterval), d, "after the retry took the refilled request: RetryAfter = one interval")
 			h.exactRetry(d, 0, gate.LimitRPM)
 		}},
 		{name: "RPMRefillsContinuously", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
-			_, d, _ := h.exhaustRPM(qRPM)
-			// At RetryAfter one request fits; two intervals later, two more.
-			h.clk.Advance(d.RetryAfter + 2*qInterval)
-			for range 3 {
-				h.granted(0)
-			}
-			d = h.rejected(0, gate.LimitRPM)
-			h.atMost(qInterval, d.RetryAfter, "refilled requests spent: RetryAfter = one interval")
+			d := h.exhaustRPM(qRPM)
+			// At RetryAfter one request fits; two intervals later, two more:
+			// three, and on real time one more per interval the calls took.
+			free := h.last.add(d.RetryAfter)
+			h.advanceTo(free.add(2 * qInterval))
+			n, d, _ := h.grantsUntilRejected(qRPM)
+			require.Equal(h.t, gate.LimitRPM, d.Limit, "rejecting limit")
+			lo, hi := h.refilled(free, qRPM)
+			h.countWithin(lo+1, hi+1, n, "granted two intervals after RetryAfter")
+			h.waits(free.add(time.Duration(n)*qInterval), d, "refilled requests spent: RetryAfter = until the next refills")
 		}},
 		{name: "RPMRetryAfterIsExactWhenTheLimitDoesNotDivideAMinute", limits: gate.Limits{RPM: qOddRPM}, run: func(h *quotaHarness) {
 			// One request refills every 222 222.2…µs: RetryAfter rounds up
 			// to the µs, and the retries land on exactly those µs.
-			_, d, _ := h.exhaustRPM(qOddRPM)
-			if h.clk.Slack() == 0 {
-				assert.Equal(h.t, ceilMicro(time.Minute, qOddRPM), d.RetryAfter, "RPM %d: RetryAfter", qOddRPM)
-			}
+			// exhaustRPM asserts the first RetryAfter (⌈60s/270⌉µs on a
+			// fake clock).
+			d := h.exhaustRPM(qOddRPM)
 			h.exactRetry(d, 0, gate.LimitRPM)
 			h.exactRetry(h.rejected(0, gate.LimitRPM), 0, gate.LimitRPM)
 		}},
 		{name: "TPMAdmitsAMinuteOfTokensThenRejects", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
-			t0 := h.clk.Now()
 			h.granted(qTPM)
+			spent := h.last
 			// A zero-token request fits a full (not overdrawn) bucket.
 			h.granted(0)
 			d := h.rejected(qTokens, gate.LimitTPM)
-			h.near(t0.Add(qTPMWait).Sub(h.clk.Now()), d.RetryAfter, "TPM rejection: RetryAfter = until the tokens refill")
-			if h.clk.Slack() == 0 { // on real time one token refills in 100µs
+			h.waits(spent.add(qTPMWait), d, "TPM rejection: RetryAfter = until the tokens refill")
+			if h.exact() { // on real time one token refills in 100µs
 				d = h.rejected(1, gate.LimitTPM)
 				assert.Equal(h.t, time.Millisecond/qPerMilli, d.RetryAfter, "TPM rejection of one token")
 			}
 		}},
 		{name: "TPMRetryAtRetryAfterIsAdmittedEarlierIsNot", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			h.granted(qTPM)
-			h.exactRetry(h.rejected(qTokens, gate.LimitTPM), qTokens, gate.LimitTPM)
+			_, fitted := h.exactRetry(h.rejected(qTokens, gate.LimitTPM), qTokens, gate.LimitTPM)
 			d := h.rejected(qTokens, gate.LimitTPM)
-			h.atMost(qTPMWait, d.RetryAfter, "after the retry took the refilled tokens: RetryAfter = their refill time")
+			h.waits(fitted.add(qTPMWait), d, "after the retry took the refilled tokens: RetryAfter = their refill time")
 		}},
 		{name: "TPMRetryAfterIsExactWhenTheLimitDoesNotDivideAMinute", limits: gate.Limits{TPM: qOddTPM}, run: func(h *quotaHarness) {
 			// 1 234 567 TPM: a token refills every 48.6…µs.
 			h.granted(qOddTPM)
+			spent := h.last
 			d := h.rejected(qOddTokens, gate.LimitTPM)
-			if h.clk.Slack() == 0 {
-				assert.Equal(h.t, ceilMicro(time.Minute*qOddTokens, qOddTPM), d.RetryAfter, "TPM %d: RetryAfter", qOddTPM)
-			}
+			h.waits(spent.add(ceilMicro(time.Minute*qOddTokens, qOddTPM)), d, fmt.Sprintf("TPM %d: RetryAfter", qOddTPM))
 			h.exactRetry(d, qOddTokens, gate.LimitTPM)
 			h.exactRetry(h.rejected(qOddTokens, gate.LimitTPM), qOddTokens, gate.LimitTPM)
 		}},
 		{name: "TPMRefillsContinuously", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			h.granted(qTPM)
-			h.clk.Advance(qTPMWait + h.clk.Slack())
+			spent := h.last
+			h.advanceTo(spent.add(qTPMWait))
 			h.granted(qTokens)
-			h.rejected(qTokens, gate.LimitTPM)
+			d := h.rejected(qTokens, gate.LimitTPM)
+			h.waits(spent.add(2*qTPMWait), d, "refilled tokens spent: RetryAfter = until the next refill")
 		}},
 		{name: "EstimateAboveTPMIsATokensError", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			_, d, err := h.g.Acquire(h.t.Context(), h.src, qTPM+1)
@@ -97,20 +99,20 @@ func quotaRateCases() []quotaCase {
 			}
 		}},
 		{name: "BothRatesRejectRetryAfterIsTheLongerWaitRPM", limits: gate.Limits{RPM: qSlowRPM, TPM: qTPM}, run: func(h *quotaHarness) {
-			t0 := h.clk.Now()
 			h.granted(0)
+			first := h.last
 			h.granted(qTPM)
 			// TPM would admit qTokens in 200ms, RPM one request in 30s.
 			d := h.rejected(qTokens, gate.LimitRPM)
-			h.near(t0.Add(qSlowWait).Sub(h.clk.Now()), d.RetryAfter, "RPM and TPM reject: RetryAfter is RPM's longer wait")
+			h.waits(first.add(qSlowWait), d, "RPM and TPM reject: RetryAfter is RPM's longer wait")
 		}},
 		{name: "BothRatesRejectRetryAfterIsTheLongerWaitTPM", limits: gate.Limits{RPM: qSlowRPM, TPM: qTPM}, run: func(h *quotaHarness) {
-			t0 := h.clk.Now()
 			h.granted(qTPM / 2)
+			first := h.last
 			h.granted(qTPM / 2)
 			// RPM would admit in 30s, TPM a whole minute's tokens in 60s.
 			d := h.rejected(qTPM, gate.LimitTPM)
-			h.near(t0.Add(time.Minute).Sub(h.clk.Now()), d.RetryAfter, "RPM and TPM reject: RetryAfter is TPM's longer wait")
+			h.waits(first.add(time.Minute), d, "RPM and TPM reject: RetryAfter is TPM's longer wait")
 		}},
 		{name: "UnknownSourceIsUnlimited", limits: gate.Limits{RPM: qSlowRPM}, run: func(h *quotaHarness) {
 			src := h.other("unknown")
