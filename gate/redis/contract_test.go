@@ -18,12 +18,11 @@ import (
 // clock, exact), on a real redis-server and on a 3-master cluster (real
 // time, short durations).
 
-// realTime is the clock of the real-Redis runs. The suite compares the
-// server's openUntil with the test's clock read after the reply arrived; on a
-// loaded 2-core machine (-race, other packages' tests) a reply can reach its
-// goroutine tens of milliseconds late, so the tolerance is 75ms rather than
-// the default 50ms — still well under half the suite's 200ms cooldown, so no
-// phase blurs into the next.
+// realTime is the clock of the real-Redis runs. The suites bracket every
+// gate call with the test's clock, so a slow reply widens what they expect
+// rather than failing them; the tolerance only sets how far before a
+// boundary their "not yet" checks stand: 75ms, well under half the suites'
+// 200ms cooldown, so no phase blurs into the next.
 var realTime = contracttest.RealClock{Tolerance: 75 * time.Millisecond}
 
 // realBreakers is the contract suites' breaker factory on the real server
