@@ -12,7 +12,8 @@ import (
 
 // Breaker is the in-process breaker gate. It follows the state machine and the
 // RetryAfter contract of package gate exactly. It is safe for concurrent use;
-// each source has its own lock, and the Closed path allocates nothing.
+// each source has its own lock, which the Closed success path and an Open
+// rejection do not take, and neither allocates.
 type Breaker struct {
 	p     gate.Policy
 	clock gate.Clock
