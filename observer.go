@@ -75,6 +75,10 @@ type attemptLog struct {
 	log *slog.Logger
 }
 
+// Enabled reports whether the logger takes Debug lines now: when it does
+// not, and there is no other observer, a call builds no reports at all.
+func (l attemptLog) Enabled() bool { return l.log.Enabled(context.Background(), slog.LevelDebug) }
+
 func (l attemptLog) ObserveAttempt(a AttemptRecord) {
 	ctx := context.Background()
 	if !l.log.Enabled(ctx, slog.LevelDebug) {

@@ -37,6 +37,27 @@ type CallObserver interface {
 	ObserveCall(CallResult)
 }
 
+// EnabledObserver is an Observer that can say it would ignore every event
+// for now, as a log below its level does. pgw asks once per call, when the
+// call starts, and builds none of the call's reports while it says false.
+// An Observer without the method is always enabled.
+type EnabledObserver interface {
+	Enabled() bool
+}
+
+// Enabled reports whether o wants events now: false for a nil o, o.Enabled()
+// for an EnabledObserver, true for any other. A Multi is enabled when one of
+// its observers is.
+func Enabled(o Observer) bool {
+	if o == nil {
+		return false
+	}
+	if e, ok := o.(EnabledObserver); ok {
+		return e.Enabled()
+	}
+	return true
+}
+
 // Full is an Observer with every optional method. Nop, Funcs, Multi,
 // Async and the Prometheus collector are Full.
 type Full interface {
@@ -213,6 +234,15 @@ func Multi(obs ...Observer) Full {
 }
 
 type multi []Full
+
+func (m multi) Enabled() bool {
+	for _, o := range m {
+		if Enabled(o) {
+			return true
+		}
+	}
+	return false
+}
 
 func (m multi) ObserveAttempt(e AttemptRecord) {
 	for _, o := range m {

@@ -17,8 +17,8 @@ import (
 var errPanicked = errors.New("pgw/retry: the attempt panicked")
 
 // report is one call's reporting to the loop's observer (Config.Observer);
-// nil when the loop has none, so a call without an observer allocates
-// nothing for it. Everything is reported on the call's goroutine, in the
+// nil when the loop has none, or none that is enabled when the call starts
+// (observe.Enabled), so such a call allocates nothing for it. Everything is reported on the call's goroutine, in the
 // order it happens: attempt start, attempt record, then — from the
 // admission, when the outcome moved the breaker — the state change, and
 // the call's result last.
@@ -33,7 +33,7 @@ type report struct {
 }
 
 func (l *Loop) newReport() *report {
-	if l.obs == nil {
+	if !observe.Enabled(l.obs) {
 		return nil
 	}
 	return &report{o: l.obs, scope: l.scope, clock: l.clock, start: l.clock.Now()}
