@@ -25,8 +25,11 @@
 // weighted random within a tier, sources that failed earlier in the call
 // last) and checks each, in order: the cooldown memo ("cooldown"), the breaker
 // TryEnter ("circuit_open"), the quota Acquire ("rate_limited") and the pacer
-// ("adaptive_paced"). The first source that passes all four wins; whatever was
-// taken for a source that then lost is given back at once.
+// ("adaptive_paced"). The first source that passes all four wins — once the
+// memo, read again after the gates' round trips, still lets it (an upstream's
+// Retry-After may have landed meanwhile); whatever was taken for a source
+// that then lost is given back at once. A caller's cancellation during a gate
+// round trip ends the round with ctx.Err(), not as a gate error.
 //
 // OnNoRunnable dispatches on the rejection reasons: when every rejection is a
 // gate rejection (cooldown, circuit_open) the scope's CIRCUIT_OPEN mode
