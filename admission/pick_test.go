@@ -363,3 +363,50 @@ func TestPickHonoursARetryAfterThatLandsDuringTheGateRoundTrips(t *testing.T) {
 	assert.Equal(t, "s1", tk.Source, "once the hold-off ran out s1 is admitted again")
 	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
 }
+
+// finishingQuota is a fakeQuota that is also a gate.Finisher and counts how
+// permits come back.
+type finishingQuota struct {
+	*fakeQuota
+	finishes, settles, releases int
+}
+
+func (q *finishingQuota) Finish(ctx context.Context, p gate.Permit, actual int64) error {
+	q.finishes++
+	_ = q.fakeQuota.Settle(ctx, p, actual)
+	return q.fakeQuota.Release(ctx, p)
+}
+
+func (q *finishingQuota) Settle(ctx context.Context, p gate.Permit, actual int64) error {
+	q.settles++
+	return q.fakeQuota.Settle(ctx, p, actual)
+}
+
+func (q *finishingQuota) Release(ctx context.Context, p gate.Permit) error {
+	q.releases++
+	return q.fakeQuota.Release(ctx, p)
+}
+
+// TestDoneGivesAPermitBackInOneFinishWhenTheQuotaCan: with a gate.Finisher
+// (the Redis quota: one round trip) Done settles and releases through one
+// Finish; a result without a token count keeps the estimate and only
+// releases.
+func TestDoneGivesAPermitBackInOneFinishWhenTheQuotaCan(t *testing.T) {
+	q := &finishingQuota{fakeQuota: newFakeQuota()}
+	f := newFixture(t, func(c *admission.Config) { c.Quota = q })
+	ctx := context.Background()
+
+	tk, _, err := f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: 4}))
+	assert.Equal(t, [3]int{1, 0, 0}, [3]int{q.finishes, q.settles, q.releases}, "finishes, settles, releases")
+	assert.EqualValues(t, 4, q.tokens("s1"), "settled to the actual count")
+	assert.Zero(t, q.held("s1"))
+
+	tk, _, err = f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+	assert.Equal(t, [3]int{1, 0, 1}, [3]int{q.finishes, q.settles, q.releases}, "no count: released, the estimate stands")
+	assert.EqualValues(t, 14, q.tokens("s1"))
+	assert.Zero(t, q.held("s1"))
+}

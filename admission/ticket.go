@@ -50,30 +50,26 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 	if !o.Valid() {
 		o = gate.Released
 	}
-	var errRecord, errSettle, errRelease error
+	var errRecord, errPermit error
 	if u, err := a.breaker.Record(ctx, t.Source, t.Decision, o); err != nil {
 		errRecord = fmt.Errorf("record %s: %w", o, err)
 	} else {
 		a.w.afterRecord(ctx, t.idx, o, u)
 	}
 	if t.hasPermit {
-		if r.Tokens >= 0 {
-			if err := a.quota.Settle(ctx, t.permit, r.Tokens); err != nil {
-				errSettle = fmt.Errorf("settle permit: %w", err)
-			}
-		}
-		if err := a.quota.Release(ctx, t.permit); err != nil {
-			errRelease = fmt.Errorf("release permit: %w", err)
+		// Settled and released together: one round trip on Redis.
+		if err := gate.Finish(ctx, a.quota, t.permit, r.Tokens); err != nil {
+			errPermit = fmt.Errorf("give back permit: %w", err)
 		}
 	}
 	if t.paced {
 		a.pacer.Release(t.Source, paceOutcome(o, r.Throttled))
 	}
-	if errRecord == nil && errSettle == nil && errRelease == nil {
+	if errRecord == nil && errPermit == nil {
 		return nil
 	}
 	err := fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
-		a.scope, t.Source, errors.Join(errRecord, errSettle, errRelease))
+		a.scope, t.Source, errors.Join(errRecord, errPermit))
 	a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
 	return err
 }

@@ -66,6 +66,13 @@ func (q *countingQuota) Release(ctx context.Context, p gate.Permit) error {
 	return q.QuotaGate.Release(ctx, p)
 }
 
+// Finish counts two gate operations, a settlement and a release, made in one
+// call (one script on Redis).
+func (q *countingQuota) Finish(ctx context.Context, p gate.Permit, n int64) error {
+	q.ops.Add(2)
+	return q.QuotaGate.(gate.Finisher).Finish(ctx, p, n)
+}
+
 func scope(mode config.Mode) config.ScopeSettings {
 	return config.ScopeSettings{
 		Name:         "BENCH",
@@ -82,42 +89,55 @@ func succeed(context.Context, config.Source) (string, transport.Usage, error) {
 
 // BenchmarkRedisRoundTripsPerGovernedCall runs governed calls through the
 // Redis breaker and quota gates and reports the round trips per call and per
-// gate operation (the target is exactly 1).
+// gate operation (the target is at most 1). "estimate": the call used the
+// 10 tokens estimated, so there is nothing to settle (TryEnter, Acquire,
+// Record, Release); "settled": it used 7, so the permit is settled and
+// released — two operations in one script (Quota.Finish).
 func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
-	client := startRedis(b)
-	trips := &cmdCounter{trips: true}
-	client.AddHook(trips)
-	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name   string
+		tokens int
+	}{{"estimate", 10}, {"settled", 7}} {
+		b.Run(c.name, func(b *testing.B) {
+			attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
+				return "ok", transport.Usage{TotalTokens: c.tokens}, nil
+			}
+			client := startRedis(b)
+			trips := &cmdCounter{trips: true}
+			client.AddHook(trips)
+			rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cg, cq := &countingGate{ProviderGate: rb}, &countingQuota{QuotaGate: rq}
+			loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: cg, Quota: cq, Logger: discardLogger})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := b.Context()
+			if _, err := retry.Run(ctx, loop, 10, attempt); err != nil { // warm: scripts loaded, connections pooled
+				b.Fatal(err)
+			}
+			trips.n.Store(0)
+			cg.queries.Store(0)
+			cg.records.Store(0)
+			cq.ops.Store(0)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ops := cg.queries.Load() + cg.records.Load() + cq.ops.Load()
+			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "roundtrips/call")
+			b.ReportMetric(float64(ops)/float64(b.N), "gateops/call")
+			b.ReportMetric(float64(trips.n.Load())/float64(ops), "roundtrips/gateop")
+		})
 	}
-	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cg, cq := &countingGate{ProviderGate: rb}, &countingQuota{QuotaGate: rq}
-	loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: cg, Quota: cq, Logger: discardLogger})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := b.Context()
-	if _, err := retry.Run(ctx, loop, 10, succeed); err != nil { // warm: scripts loaded, connections pooled
-		b.Fatal(err)
-	}
-	trips.n.Store(0)
-	cg.queries.Store(0)
-	cg.records.Store(0)
-	cq.ops.Store(0)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := retry.Run(ctx, loop, 10, succeed); err != nil {
-			b.Fatal(err)
-		}
-	}
-	ops := cg.queries.Load() + cg.records.Load() + cq.ops.Load()
-	b.ReportMetric(float64(trips.n.Load())/float64(b.N), "roundtrips/call")
-	b.ReportMetric(float64(ops)/float64(b.N), "gateops/call")
-	b.ReportMetric(float64(trips.n.Load())/float64(ops), "roundtrips/gateop")
 }
 
 // BenchmarkWaitingCallGateQueries opens a single source (cooldown 30 ms) and

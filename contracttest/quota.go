@@ -75,6 +75,7 @@ func RunQuota(t *testing.T, newGate QuotaFactory) {
 	var cases []quotaCase
 	cases = append(cases, quotaRateCases()...)
 	cases = append(cases, quotaSettleCases()...)
+	cases = append(cases, quotaFinishCases()...)
 	cases = append(cases, quotaInFlightCases()...)
 	cases = append(cases, quotaConcurrencyCases()...)
 
@@ -157,6 +158,16 @@ func (h *quotaHarness) settle(p gate.Permit, actual int64) {
 	err := h.g.Settle(h.t.Context(), p, actual)
 	h.end(lo)
 	require.NoError(h.t, err, "Settle(%+v, %d)", p, actual)
+}
+
+// finish gives p back through gate.Finish: the gate's own Finish when it is
+// a gate.Finisher, otherwise Settle then Release.
+func (h *quotaHarness) finish(p gate.Permit, actual int64) {
+	h.t.Helper()
+	lo := h.begin()
+	err := gate.Finish(h.t.Context(), h.g, p, actual)
+	h.end(lo)
+	require.NoError(h.t, err, "gate.Finish(%+v, %d)", p, actual)
 }
 
 func (h *quotaHarness) release(p gate.Permit) {

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -100,7 +101,7 @@ func (e *LimitsError) Error() string {
 // negative count, or an estimate larger than the source's whole TPM, which no
 // wait could ever admit.
 type TokensError struct {
-	// Op is "Acquire" or "Settle".
+	// Op is "Acquire", "Settle" or "Finish".
 	Op string
 	// Source is the permit's or request's source.
 	Source string
@@ -113,7 +114,7 @@ type TokensError struct {
 // Error implements the error interface.
 func (e *TokensError) Error() string {
 	arg := "estTokens"
-	if e.Op == "Settle" {
+	if e.Op != "Acquire" {
 		arg = "actualTokens"
 	}
 	legal := "≥ 0"
@@ -223,4 +224,28 @@ type QuotaGate interface {
 	// Release frees the permit's in-flight slot. Releasing a permit twice,
 	// or a zero Permit, does nothing.
 	Release(ctx context.Context, p Permit) error
+}
+
+// Finisher is a QuotaGate that can give a permit back in one operation:
+// Finish settles p to actualTokens and releases its in-flight slot, with the
+// same effect as Settle followed by Release, in one Redis round trip where
+// the two would take two. Like Settle, it is called once per permit. A
+// negative actualTokens is a *TokensError, and nothing is released.
+type Finisher interface {
+	Finish(ctx context.Context, p Permit, actualTokens int64) error
+}
+
+// Finish gives p back to q once its call ended: settled to actualTokens
+// (unless it is negative: the estimate stands) and released. It uses q's
+// Finish when q is a Finisher, otherwise Settle then Release; the slot is
+// released even when the settlement fails, and both errors are returned.
+func Finish(ctx context.Context, q QuotaGate, p Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return q.Release(ctx, p)
+	}
+	if f, ok := q.(Finisher); ok {
+		return f.Finish(ctx, p, actualTokens)
+	}
+	errSettle := q.Settle(ctx, p, actualTokens)
+	return errors.Join(errSettle, q.Release(ctx, p))
 }

@@ -22,7 +22,10 @@ type Quota struct {
 	sources map[string]*quotaSource // read-only after NewQuota
 }
 
-var _ gate.QuotaGate = (*Quota)(nil)
+var (
+	_ gate.QuotaGate = (*Quota)(nil)
+	_ gate.Finisher  = (*Quota)(nil)
+)
 
 // The in-flight lease handle (gate.Permit.Lease) is generation<<slotBits |
 // slot. Generations grow per source and never repeat, so a stale or doubled
@@ -187,6 +190,18 @@ func (q *Quota) Release(_ context.Context, p gate.Permit) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// Finish settles p to actualTokens and releases its slot: Settle then
+// Release, as gate.Finisher asks (the Redis gate makes the pair one round
+// trip; here it is two short critical sections). A negative actualTokens is
+// a *gate.TokensError and releases nothing.
+func (q *Quota) Finish(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
+	}
+	_ = q.Settle(ctx, p, actualTokens) // fails only on negative tokens
+	return q.Release(ctx, p)
 }
 
 // Limits returns the limits NewQuota was given for source; ok is false for a

@@ -26,6 +26,7 @@ var (
 	scriptQuotaAcquire = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_acquire.lua"))
 	scriptQuotaSettle  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_settle.lua"))
 	scriptQuotaRelease = goredis.NewScript(mustRead("lua/quota_release.lua"))
+	scriptQuotaFinish  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_finish.lua"))
 )
 
 // Quota is the Redis quota gate: per (scope, source) a rolling RPM bucket, a
@@ -46,14 +47,24 @@ type Quota struct {
 	sources map[string]*quotaSource // read-only after NewQuota
 }
 
-var _ gate.QuotaGate = (*Quota)(nil)
+var (
+	_ gate.QuotaGate = (*Quota)(nil)
+	_ gate.Finisher  = (*Quota)(nil)
+)
 
 // quotaSource is one source's limits rendered as script arguments.
 type quotaSource struct {
 	limits gate.Limits
 	keys   []string // bucket hash, in-flight lease set
 	rates  []any    // ARGV[1..6] of quota_acquire.lua
-	tpm    []any    // ARGV[1..3] of quota_settle.lua
+	tpm    []any    // ARGV[1..3] of quota_settle.lua and quota_finish.lua
+}
+
+// tpmDelta is the correction a settlement of p to actualTokens makes,
+// bounded to ±2·TPM (the bucket forgives any overdraft beyond that).
+func (s *quotaSource) tpmDelta(p gate.Permit, actualTokens int64) int64 {
+	bound := 2 * int64(s.limits.TPM)
+	return min(max(actualTokens-p.Tokens, -bound), bound)
 }
 
 // NewQuota returns a quota gate on c (a single node, a cluster or a
@@ -108,7 +119,7 @@ func (q *Quota) Keys(source string) []string {
 // Preload loads the quota scripts into Redis (every master of a cluster), so
 // that even the first operation is a single EVALSHA.
 func (q *Quota) Preload(ctx context.Context) error {
-	for _, s := range []*goredis.Script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease} {
+	for _, s := range []*goredis.Script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish} {
 		if err := s.Load(ctx, q.c).Err(); err != nil {
 			return wrapErr(ctx, "Preload", "", err)
 		}
@@ -171,9 +182,7 @@ func (q *Quota) Settle(ctx context.Context, p gate.Permit, actualTokens int64) e
 	if s == nil || s.limits.TPM == 0 || actualTokens == p.Tokens {
 		return nil
 	}
-	bound := 2 * int64(s.limits.TPM)
-	delta := min(max(actualTokens-p.Tokens, -bound), bound)
-	args := append(append(make([]any, 0, 4), s.tpm...), strconv.FormatInt(delta, 10))
+	args := append(append(make([]any, 0, 4), s.tpm...), strconv.FormatInt(s.tpmDelta(p, actualTokens), 10))
 	if err := scriptQuotaSettle.Run(ctx, q.c, s.keys[:1], args...).Err(); err != nil {
 		return wrapErr(ctx, "Settle", p.Source, err)
 	}
@@ -193,6 +202,36 @@ func (q *Quota) Release(ctx context.Context, p gate.Permit) error {
 	}
 	if err := scriptQuotaRelease.Run(ctx, q.c, s.keys[1:], p.ID).Err(); err != nil {
 		return wrapErr(ctx, "Release", p.Source, err)
+	}
+	return nil
+}
+
+// Finish settles p to actualTokens and releases its in-flight lease, as
+// Settle then Release would, in one script and one round trip when both have
+// work to do (otherwise the one that has, or none). Like Settle it is called
+// once per permit; a negative actualTokens is a *gate.TokensError and
+// releases nothing.
+func (q *Quota) Finish(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
+	}
+	s := q.sources[p.Source]
+	if s == nil {
+		return nil
+	}
+	settle := s.limits.TPM != 0 && actualTokens != p.Tokens
+	release := p.ID != "" && s.limits.MaxInFlight != 0
+	switch {
+	case settle && release:
+		args := append(append(make([]any, 0, 5), s.tpm...), strconv.FormatInt(s.tpmDelta(p, actualTokens), 10), p.ID)
+		if err := scriptQuotaFinish.Run(ctx, q.c, s.keys[:2], args...).Err(); err != nil {
+			return wrapErr(ctx, "Finish", p.Source, err)
+		}
+		return nil
+	case settle:
+		return q.Settle(ctx, p, actualTokens)
+	case release:
+		return q.Release(ctx, p)
 	}
 	return nil
 }

@@ -27,7 +27,10 @@ type QuotaFailover struct {
 	outage
 }
 
-var _ gate.QuotaGate = (*QuotaFailover)(nil)
+var (
+	_ gate.QuotaGate = (*QuotaFailover)(nil)
+	_ gate.Finisher  = (*QuotaFailover)(nil)
+)
 
 // NewQuotaFailover returns a quota gate that serves from primary and, in
 // FailOpen mode, from fallback while primary is unreachable. fallback may be
@@ -84,6 +87,19 @@ func (f *QuotaFailover) Release(ctx context.Context, p gate.Permit) error {
 		return f.fallback.Release(ctx, p)
 	}
 	return f.dropUnreachable(f.primary.Release(ctx, p))
+}
+
+// Finish settles and releases p in the gate that granted it: one round trip
+// on Redis (see Quota.Finish).
+func (f *QuotaFailover) Finish(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
+	}
+	if p.ID == fallbackPermitID {
+		p.ID = ""
+		return gate.Finish(ctx, f.fallback, p, actualTokens)
+	}
+	return f.dropUnreachable(gate.Finish(ctx, f.primary, p, actualTokens))
 }
 
 // dropUnreachable turns an outage into success for the give-back of a Redis

@@ -61,6 +61,15 @@ func TestQuotaFailOpenServesFromFallbackAndReturnsToRedis(t *testing.T) {
 	n, err := c.ZCard(ctx, primary.Keys("s")[1]).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "the Redis lease is released")
+
+	// Finish, too, gives a Redis permit back to Redis.
+	onRedis, d, err = f.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.NoError(t, f.Finish(ctx, onRedis, 0))
+	n, err = c.ZCard(ctx, primary.Keys("s")[1]).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "Finish released the Redis lease")
 	goroutinesSettle(t, base)
 }
 

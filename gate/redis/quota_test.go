@@ -202,6 +202,18 @@ func TestQuotaOneRoundTripPerOperation(t *testing.T) {
 	require.NoError(t, q.Release(ctx, p))
 	trips("Release again", 1)
 
+	p, d, err = q.Acquire(ctx, "all", 100)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "the slot is free again")
+	trips("Acquire granted", 1)
+	require.NoError(t, q.Finish(ctx, p, 40))
+	trips("Finish: Settle and Release in one script", 1)
+	p, _, err = q.Acquire(ctx, "all", 100)
+	require.NoError(t, err)
+	trips("Acquire granted", 1)
+	require.NoError(t, q.Finish(ctx, p, 100))
+	trips("Finish equal to the estimate: Release alone", 1)
+
 	p, _, err = q.Acquire(ctx, "rpm", 100)
 	require.NoError(t, err)
 	trips("Acquire RPM only", 1)

@@ -1,5 +1,5 @@
 -- quota_common.lua: the prelude of the quota scripts (quota_acquire.lua,
--- quota_settle.lua). The Go side prepends it to each body before hashing, so
+-- quota_settle.lua, quota_finish.lua). The Go side prepends it to each body before hashing, so
 -- each operation is still ONE script and one EVALSHA, and the bucket
 -- arithmetic exists once in Lua, as it exists once in Go
 -- (gate/memory/quota_bucket.go). Nothing here touches Redis until a body
@@ -86,6 +86,26 @@ local function ms_to_empty(b)
     return 0
   end
   return math.ceil(b.level / b.drain / 1000)
+end
+
+-- settle corrects the TPM bucket at key by delta tokens (actual − estimate,
+-- already bounded to ±2·TPM by the caller) and returns its level afterwards,
+-- in scaled units. The level is kept within [0, 2·capacity]: a refund cannot
+-- go below empty, and an overdraft beyond one extra minute's allowance is
+-- forgiven. drain_, unit and cap are the TPM rate's ARGV values.
+local function settle(key, drain_, unit, cap, delta)
+  local now = now_us()
+  local raw = redis.call('HMGET', key, 'tl', 'ts', 'tu')
+  local tpm = bucket(raw, 1, drain_, unit, cap)
+  drain(tpm, now)
+  tpm.level = math.min(math.max(tpm.level + delta * tpm.unit, 0), 2 * tpm.cap)
+  redis.call('HSET', key, 'tl', int(tpm.level), 'ts', int(tpm.stamp), 'tu', int(tpm.unit))
+  -- The RPM fields may need longer than the TPM ones: never shorten the TTL.
+  local ttl = ms_to_empty(tpm) + 1000
+  if redis.call('PTTL', key) < ttl then
+    redis.call('PEXPIRE', key, int(ttl))
+  end
+  return int(tpm.level)
 end
 
 -- -- body --
