@@ -38,7 +38,7 @@ func TestFromLookupDefaults(t *testing.T) {
 	assert.Equal(t, 120*time.Second, sc.ProbeTTL)
 
 	require.Len(t, sc.Sources, 1)
-	assert.Equal(t, config.Source{Name: "a", Timeout: 60 * time.Second, Weight: 1}, sc.Sources[0])
+	assert.Equal(t, config.Source{Name: "a", Timeout: 60 * time.Second, Weight: 1, Provider: config.ProviderOpenAI}, sc.Sources[0])
 }
 
 func TestEveryDefaultScopeIsReadWhenItsSourcesAreSet(t *testing.T) {

@@ -131,6 +131,8 @@ var sourceFields = []field[Source]{
 	intField("WEIGHT", func(s *Source) *int { return &s.Weight }, 1, maxWeight, ""),
 	intField("PRIORITY", func(s *Source) *int { return &s.Priority }, -maxCount, maxCount, "; lower is tried first"),
 	intField("BATCH_SIZE", func(s *Source) *int { return &s.BatchSize }, 0, maxCount, "; 0 = no split"),
+	enumField("PROVIDER", func(s *Source) *Provider { return &s.Provider },
+		ProviderOpenAI, ProviderAzure, ProviderAnthropic),
 }
 
 const legalRedisURL = "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"

@@ -38,6 +38,10 @@ type Source struct {
 	// BatchSize is the most inputs one embedding request may carry; larger
 	// inputs are split. 0 means no split.
 	BatchSize int
+	// Provider is the API family the source speaks (default
+	// ProviderOpenAI): its credential header, error and rate-limit formats
+	// and default transport.
+	Provider Provider
 }
 
 // Key returns the form of a source name used in environment keys: upper-case,
@@ -53,6 +57,9 @@ func (s Source) WithDefaults() Source {
 	}
 	if s.Weight == 0 {
 		s.Weight = DefaultWeight
+	}
+	if s.Provider == "" {
+		s.Provider = DefaultProvider
 	}
 	return s
 }

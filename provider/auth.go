@@ -1,0 +1,38 @@
+package provider
+
+import (
+	"net/http"
+
+	"github.com/pgw-go/pgw/config"
+)
+
+// AnthropicVersion is the anthropic-version header sent to Anthropic sources
+// when the request does not carry one.
+const AnthropicVersion = "2023-06-01"
+
+// SetAuth sets the credential header of p on h, replacing any credential
+// header that h already carries for any provider, so that a request built
+// for one source never leaks another's key. An empty key removes them all.
+//
+//   - openai (and the zero value): Authorization: Bearer <key>
+//   - azure: api-key: <key>
+//   - anthropic: x-api-key: <key>, plus anthropic-version when absent
+func SetAuth(h http.Header, p config.Provider, key string) {
+	h.Del("Authorization")
+	h.Del("Api-Key")
+	h.Del("X-Api-Key")
+	if p == config.ProviderAnthropic && h.Get("Anthropic-Version") == "" {
+		h.Set("Anthropic-Version", AnthropicVersion)
+	}
+	if key == "" {
+		return
+	}
+	switch p {
+	case config.ProviderAzure:
+		h.Set("Api-Key", key)
+	case config.ProviderAnthropic:
+		h.Set("X-Api-Key", key)
+	default:
+		h.Set("Authorization", "Bearer "+key)
+	}
+}

@@ -1,0 +1,121 @@
+package provider
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pgw-go/pgw/config"
+)
+
+// MaxErrorBody is how much of an error answer is worth reading: enough for
+// any provider's error object, bounded against a proxy's HTML page.
+const MaxErrorBody = 64 << 10
+
+// maxMessage bounds ErrorBody.Message; longer upstream text is cut.
+const maxMessage = 512
+
+// Redacted replaces a credential wherever an upstream echoes it.
+const Redacted = "[redacted]"
+
+// ErrorBody is what an upstream's error answer says, read from its body.
+type ErrorBody struct {
+	// Message is the error's text, whitespace folded, cut to a few hundred
+	// bytes, with the source's key redacted; the status text when the body
+	// says nothing.
+	Message string
+	// Type is the provider's error type ("invalid_request_error",
+	// "overloaded_error", …), empty when absent.
+	Type string
+	// Code is the provider's error code ("insufficient_quota", …), empty
+	// when absent.
+	Code string
+}
+
+// InsufficientQuota reports whether the error says the account's quota or
+// credit is spent — a lasting condition, unlike a rate limit that passes.
+func (e ErrorBody) InsufficientQuota() bool {
+	for _, s := range []string{e.Code, e.Type} {
+		switch s {
+		case "insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "credit_balance_too_low":
+			return true
+		}
+	}
+	return false
+}
+
+// ParseError reads an error body in the format of p. OpenAI and Azure send
+// {"error": {"message", "type", "code"}} (code a string or a number; some
+// compatible servers send "error": "text"); Anthropic sends {"type":
+// "error", "error": {"type", "message"}}. A body in neither form is used as
+// text. key, when not empty, is redacted from the message.
+func ParseError(p config.Provider, status int, body []byte, key string) ErrorBody {
+	var envelope struct {
+		Error json.RawMessage `json:"error"`
+	}
+	var e ErrorBody
+	if json.Unmarshal(body, &envelope) == nil && len(envelope.Error) > 0 {
+		var obj struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(envelope.Error, &obj) == nil {
+			e.Message = strings.TrimSpace(obj.Message)
+			e.Type = strings.TrimSpace(obj.Type)
+			code := strings.Trim(strings.TrimSpace(string(obj.Code)), `"`)
+			if code != "null" {
+				e.Code = code
+			}
+		} else {
+			var s string
+			if json.Unmarshal(envelope.Error, &s) == nil {
+				e.Message = s
+			}
+		}
+	}
+	if e.Message == "" && e.Type == "" && e.Code == "" && utf8.Valid(body) {
+		e.Message = string(body)
+	}
+	e.Message = sanitize(e.Message, key)
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	_ = p // every known provider's body is one of the forms above
+	return e
+}
+
+// Text renders the error as one line: the message, then the code (or the
+// type) in parentheses when it adds something, so that a classifier that
+// sees only the text can still tell "insufficient_quota" from a throttle.
+func (e ErrorBody) Text() string {
+	tag := e.Code
+	if tag == "" {
+		tag = e.Type
+	}
+	if tag == "" || strings.Contains(e.Message, tag) {
+		return e.Message
+	}
+	if e.Message == "" {
+		return tag
+	}
+	return e.Message + " (" + tag + ")"
+}
+
+// sanitize redacts key, folds whitespace (an HTML page becomes one line) and
+// cuts the result to maxMessage bytes on a rune boundary.
+func sanitize(msg, key string) string {
+	if key != "" {
+		msg = strings.ReplaceAll(msg, key, Redacted)
+	}
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
+}

@@ -1,0 +1,87 @@
+package provider_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/provider"
+)
+
+func TestRetryAfterForms(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name   string
+		h      http.Header
+		want   time.Duration
+		wantOK bool
+	}{
+		{"absent", http.Header{}, 0, false},
+		{"seconds", http.Header{"Retry-After": {"2"}}, 2 * time.Second, true},
+		{"fraction", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, true},
+		{"ms first", http.Header{"Retry-After-Ms": {"120"}, "Retry-After": {"9"}}, 120 * time.Millisecond, true},
+		{"bad ms falls back", http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"3"}}, 3 * time.Second, true},
+		{"http date", http.Header{"Retry-After": {now.Add(7 * time.Second).Format(http.TimeFormat)}}, 7 * time.Second, true},
+		{"date past", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0, true},
+		{"negative", http.Header{"Retry-After": {"-1"}}, 0, false},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, false},
+		{"huge", http.Header{"Retry-After": {"1e30"}}, provider.MaxRetryAfter, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := provider.RetryAfter(c.h, now)
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, c.wantOK, ok)
+		})
+	}
+}
+
+func TestSetAuthPerProviderReplacesEveryOtherCredential(t *testing.T) {
+	for _, c := range []struct {
+		p      config.Provider
+		header string
+		value  string
+	}{
+		{config.ProviderOpenAI, "Authorization", "Bearer k"},
+		{"", "Authorization", "Bearer k"},
+		{config.ProviderAzure, "Api-Key", "k"},
+		{config.ProviderAnthropic, "X-Api-Key", "k"},
+	} {
+		h := http.Header{"Authorization": {"Bearer sdk-placeholder"}, "Api-Key": {"x"}, "X-Api-Key": {"y"}}
+		provider.SetAuth(h, c.p, "k")
+		assert.Equal(t, c.value, h.Get(c.header), "provider %q", c.p)
+		for _, other := range []string{"Authorization", "Api-Key", "X-Api-Key"} {
+			if other != c.header {
+				assert.Empty(t, h.Get(other), "provider %q keeps %s", c.p, other)
+			}
+		}
+	}
+	h := http.Header{}
+	provider.SetAuth(h, config.ProviderAnthropic, "k")
+	assert.Equal(t, provider.AnthropicVersion, h.Get("Anthropic-Version"))
+}
+
+func TestParseErrorBodies(t *testing.T) {
+	oa := provider.ParseError(config.ProviderOpenAI, 429,
+		[]byte(`{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`), "")
+	assert.True(t, oa.InsufficientQuota())
+	assert.Equal(t, "You exceeded your current quota (insufficient_quota)", oa.Text())
+
+	an := provider.ParseError(config.ProviderAnthropic, 529,
+		[]byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), "")
+	assert.Equal(t, "overloaded_error", an.Type)
+	assert.Equal(t, "Overloaded", an.Message)
+	assert.False(t, an.InsufficientQuota())
+
+	num := provider.ParseError(config.ProviderOpenAI, 400, []byte(`{"error":{"message":"bad","code":400}}`), "")
+	assert.Equal(t, "400", num.Code)
+
+	html := provider.ParseError(config.ProviderOpenAI, 404, []byte("<html>\n  404 page   not found sk-123</html>"), "sk-123")
+	assert.Equal(t, "<html> 404 page not found [redacted]</html>", html.Message)
+
+	empty := provider.ParseError(config.ProviderOpenAI, 503, nil, "")
+	assert.Equal(t, "Service Unavailable", empty.Message)
+}
