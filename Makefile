@@ -40,7 +40,9 @@ soak:
 soak-short:
 	$(GO) run ./cmd/pgw-soak -duration 10s -procs 2 -goroutines 16 -think 100ms
 
-## lint: gofmt must list nothing; go vet must be clean in both modules.
+## lint: gofmt must list nothing; go vet and staticcheck must be clean in every
+## module.
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
@@ -48,6 +50,8 @@ lint:
 	fi
 	$(GO) vet ./...
 	$(BENCH_GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(BENCH_GO) run $(STATICCHECK) ./...
 
 ## cover: test with a coverage profile (kept outside the tree) and print the
 ## total; `go tool cover -html=$(COVER_OUT)` shows it line by line.
