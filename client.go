@@ -24,7 +24,7 @@ var ErrClosed = errors.New("pgw: gateway client is closed")
 
 // GatewayClient makes governed calls to the upstreams of its scopes: every
 // call goes through admission (memo, breaker, quota, pacer), retries with
-// backoff and fail-over, and the scope's stall budget (SPEC §6–7). Build one
+// backoff and fail-over, and the scope's stall budget. Build one
 // per process with New or NewFromEnv, share it, and Close it at shutdown.
 // Safe for concurrent use, Close included.
 type GatewayClient struct {
@@ -60,7 +60,7 @@ type scope struct {
 }
 
 // NewFromEnv builds a GatewayClient from the environment (config.FromEnv,
-// SPEC §9). Invalid settings return one *ConfigError listing every bad key.
+// see package config). Invalid settings return one *ConfigError listing every bad key.
 func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 	s, err := config.FromEnv()
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package config holds a gateway's settings (SPEC §9): the Settings struct,
+// Package config holds a gateway's settings: the Settings struct,
 // which may be built in code, and its reading from environment variables.
 //
 // # Keys
