@@ -24,7 +24,7 @@ var ErrClosed = errors.New("pgw: gateway client is closed")
 
 // GatewayClient makes governed calls to the upstreams of its scopes: every
 // call goes through admission (memo, breaker, quota, pacer), retries with
-// backoff and fail-over, and the scope's stall budget (SPEC §6–7). Build one
+// backoff and fail-over, and the scope's stall budget. Build one
 // per process with New or NewFromEnv, share it, and Close it at shutdown.
 // Safe for concurrent use, Close included.
 type GatewayClient struct {
@@ -60,9 +60,13 @@ type scope struct {
 }
 
 // NewFromEnv builds a GatewayClient from the environment (config.FromEnv,
-// SPEC §9). Invalid settings return one *ConfigError listing every bad key.
+// see package config). Invalid settings return one *ConfigError listing every bad key.
+//
+// Every problem comes in that one error: parse errors, unknown keys, rules
+// between keys, and the BASE_URL of each source the default transport would
+// call without one.
 func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
-	s, err := config.FromEnv()
+	s, err := config.FromEnvRequiring(baseURLRequirements(buildOptions(opts))...)
 	if err != nil {
 		return nil, err
 	}
@@ -79,16 +83,11 @@ func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 // error matching redis.ErrUnreachable, and fail_open logs a warning and
 // serves from local gates until Redis answers.
 func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error) {
-	if err := s.Validate(); err != nil {
+	o := buildOptions(opts)
+	if err := s.ValidateRequiring(baseURLRequirements(o)...); err != nil {
 		return nil, err
 	}
 	s = s.WithDefaults()
-	o := options{logger: slog.Default()}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
 	g := &GatewayClient{
 		scopes:  make(map[string]*scope, len(s.Scopes)),
 		log:     o.logger,
@@ -112,9 +111,6 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		return nil, err
 	}
 
-	if err := checkBaseURLs(&s, o); err != nil {
-		return fail(err)
-	}
 	chat, embed, ocr := o.chat, o.embed, o.ocr
 	if chat == nil || embed == nil || ocr == nil {
 		def := openai.New(openai.WithHTTPClient(o.httpClient))
@@ -202,29 +198,35 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	return g, nil
 }
 
-// checkBaseURLs reports every source of a typed scope (CHAT, EMBEDDING, OCR)
-// that the default transport would call without a BASE_URL: such a call
-// could never succeed, so it is a configuration error, not a runtime one.
-func checkBaseURLs(s *Settings, o options) error {
-	def := map[string]bool{ScopeChat: o.chat == nil, ScopeEmbedding: o.embed == nil, ScopeOCR: o.ocr == nil}
-	var ps []ConfigProblem
-	for _, sc := range s.Scopes {
-		if !def[sc.Name] {
-			continue
-		}
-		for _, src := range sc.Sources {
-			if src.BaseURL == "" {
-				ps = append(ps, ConfigProblem{
-					Key:   sc.Name + "__" + config.Key(src.Name) + "__BASE_URL",
-					Legal: "an absolute http(s) URL: the default OpenAI-compatible transport needs it (or plug a transport in with pgw.With…Transport)",
-				})
-			}
+// buildOptions applies opts over the defaults.
+func buildOptions(opts []Option) options {
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
 		}
 	}
-	if len(ps) > 0 {
-		return &ConfigError{Problems: ps}
+	return o
+}
+
+// baseURLRequirements requires BASE_URL of every source of a typed scope
+// (CHAT, EMBEDDING, OCR) that the default transport serves: a call without
+// one could never succeed, so it is a configuration error, not a runtime one.
+func baseURLRequirements(o options) []config.Requirement {
+	var scopes []string
+	for name, def := range map[string]bool{ScopeChat: o.chat == nil, ScopeEmbedding: o.embed == nil, ScopeOCR: o.ocr == nil} {
+		if def {
+			scopes = append(scopes, name)
+		}
 	}
-	return nil
+	if len(scopes) == 0 {
+		return nil
+	}
+	return []config.Requirement{{
+		Scopes: scopes,
+		Key:    "BASE_URL",
+		Legal:  "an absolute http(s) URL: the default transport needs it (or plug a transport in with pgw.With…Transport)",
+	}}
 }
 
 // Scopes returns the names of the configured scopes, in settings order.

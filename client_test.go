@@ -440,8 +440,11 @@ func TestNewFromEnvReportsEveryBadKeyInOneConfigError(t *testing.T) {
 		"CHAT__CIRCUIT_OPEN", "CHAT__COOLDOWN_S",
 		"CHAT__EU_1__BASE_URL", "CHAT__EU_1__API_KEY", "CHAT__EU_1__TIMEOUT_S",
 		"EMBEDDING__E__BATCH_SIZE", "EMBEDDING__QUOTA_FULL",
+		"EMBEDDING__E__BASE_URL", // required by the default transport, in the same error
 	}, keys)
 	assert.NotContains(t, err.Error(), "sk-secret-value", "secrets never appear in errors")
+	assert.Contains(t, err.Error(), "EMBEDDING__E__BASE_URL unset (legal: an absolute http(s) URL")
+	assert.Contains(t, err.Error(), `EMBEDDING__QUOTA_FULL="" (legal:`, "set to empty is not unset")
 }
 
 func TestDefaultTransportSourcesWithoutBaseURLAreAConfigError(t *testing.T) {

@@ -6,7 +6,7 @@ import "github.com/pgw-go/pgw/internal/errs"
 // packages (admission, retry, config) return, so errors.As works the same
 // with either name. Every one carries a stable Code().
 //
-// Call-level versus task-level retry (seed 000 §3.6): all retrying, backoff,
+// Call-level versus task-level retry: all retrying, backoff,
 // fail-over and waiting a call needs happens inside the library. The errors
 // that end a call — CircuitOpenError, AllSourcesExhausted,
 // GatewayUnavailableError — mean that its call-level budget is spent (or, with
@@ -31,7 +31,7 @@ type (
 	// BatchFailure is one failed part of a BatchError.
 	BatchFailure = errs.BatchFailure
 	// HTTPError (PGW-HTTP) is an upstream HTTP failure, returned by a
-	// transport or a Call function so the gateway classifies it (SPEC §7).
+	// transport or a Call function so the gateway classifies it by status.
 	HTTPError = errs.HTTPError
 	// ConfigError (PGW-CONFIG) lists every invalid configuration key with
 	// its value (secrets redacted) and what is legal.

@@ -8,7 +8,7 @@ import (
 	"github.com/pgw-go/pgw/observe"
 )
 
-// The observer types, re-exported from package observe (SPEC §12). Hand an
+// The observer types, re-exported from package observe. Hand an
 // Observer to the gateway with WithObserver; it also receives the optional
 // events whose interfaces it implements: attempt starts, gate rejections,
 // waits and call results (observe.AttemptStartObserver, RejectionObserver,
@@ -40,7 +40,7 @@ type (
 	WaitEnd = observe.WaitEnd
 )
 
-// The values of AttemptRecord.Outcome: the classes of SPEC §7, plus
+// The values of AttemptRecord.Outcome: the retry classes, plus
 // OutcomeAbandoned for a chat stream closed before its end and OutcomePanic
 // for an attempt function that panicked.
 const (

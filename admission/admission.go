@@ -80,7 +80,7 @@ func (e *ConfigError) Error() string {
 }
 
 // SourceAdmission decides which source of one scope runs the next attempt
-// (SPEC §6). Build one per scope with New and share it between that scope's
+// (memo, breaker, quota, pacer). Build one per scope with New and share it between that scope's
 // calls; it is safe for concurrent use when its gates, pacer, sleep and rand
 // are (the defaults are).
 type SourceAdmission struct {
@@ -187,14 +187,14 @@ func (a *SourceAdmission) Memo() *Memo { return a.memo }
 
 // HoldOff keeps source out of admission in this process for at least d from
 // now — the upstream's Retry-After on a 429. It lengthens a running cooldown
-// but never shortens one (SPEC §7).
+// but never shortens one.
 func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 	if d > 0 {
 		a.memo.SetUntil(source, a.clock.Now().Add(d))
 	}
 }
 
-// Pick runs one admission round (SPEC §6). It walks the sources in selector
+// Pick runs one admission round. It walks the sources in selector
 // order — sources with an entry in attemptFails (the failures of this call
 // so far, may be nil) last — and returns a Ticket for the first source that
 // passes the memo, the breaker, the quota (reserving estTokens) and the
@@ -241,7 +241,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		a.w.afterTryEnter(ctx, i, d)
 		if !d.Allowed {
 			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
-			// entry that could outlive the probe (seed 000 §1.3).
+			// entry that could outlive the probe and hide a recovered source.
 			a.memo.SetUntil(name, clock().Add(d.RetryAfter))
 			rej = a.reject(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
 			continue

@@ -9,7 +9,7 @@ import (
 	"github.com/pgw-go/pgw/observe"
 )
 
-// StallBudget is a call's view of its stall budget (SPEC §7); retry's
+// StallBudget is a call's view of its stall budget; retry's
 // StallClock implements it.
 type StallBudget interface {
 	// Stalled reports whether the call's stall time exceeds the window and
@@ -68,8 +68,8 @@ func (c *Call) Pick(ctx context.Context, estTokens int64) (*Ticket, Rejections, 
 }
 
 // OnNoRunnable decides what the call does after a round that admitted no
-// source (SPEC §6). Dispatch is by rejection reason, so a breaker wait is
-// never reported as a quota one (seed 000 §3.3):
+// source. Dispatch is by rejection reason, so a breaker wait is
+// never reported as a quota one:
 //
 //	every rejection a gate one (cooldown, circuit_open):
 //	  CIRCUIT_OPEN=fail_fast → *CircuitOpenError, RetryAfter = earliest source's

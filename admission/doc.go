@@ -1,6 +1,6 @@
 // Package admission decides which source of a scope runs the next attempt of a
-// governed call, and what a call does when none may run (SPEC §6, seed 000
-// §3.3–3.4). It is the one decision point the chat, embedding and OCR loops of
+// governed call, and what a call does when none may run.
+// It is the one decision point the chat, embedding and OCR loops of
 // package retry share: their differences — in-call demotion and the AIMD pacer
 // — are injected, not branched.
 //

@@ -22,7 +22,7 @@ func badKey(*admission.Ticket) (admission.Result, bool) {
 	return admission.Result{Outcome: gate.Fatal}, false
 }
 
-// TestBehaviourMatrix pins every row of seed 000 §4 under both values of
+// TestBehaviourMatrix pins every row of the behaviour matrix (USAGE.md) under both values of
 // CIRCUIT_OPEN (QUOTA_FULL at its default, wait).
 func TestBehaviourMatrix(t *testing.T) {
 	type outcome struct {

@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// Memo is the per-process "skip this source until T" map (SPEC §2). It is fed
+// Memo is the per-process "skip this source until T" map. It is fed
 // with the breaker's RetryAfter on every rejection and with an upstream's
 // Retry-After on a 429, and consulted before the breaker so that a source
 // known to be cooling down costs no gate query. SetUntil only moves a
 // deadline forward: a later, shorter hint never cuts a running cooldown
 // short. Because the breaker's RetryAfter is 0 when a probe is in flight, a
 // HalfOpen rejection leaves no entry and a recovered source is admitted again
-// at once (seed 000 §1.3).
+// at once.
 //
 // The zero value is ready to use. Safe for concurrent use.
 type Memo struct {

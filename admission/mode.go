@@ -15,7 +15,7 @@ const (
 	FailFast Mode = "fail_fast"
 )
 
-// Defaults of the two policy keys (seed 000 §3.5): waiting on a full quota is
+// Defaults of the two policy keys: waiting on a full quota is
 // the long-standing behaviour; waiting on open breakers is opt-in, because it
 // would turn every existing caller's fast failure into a long hang.
 const (

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Nap is how long a waiting call sleeps before its next admission round (seed
-// 000 §3.3, SPEC §6):
+// Nap is how long a waiting call sleeps before its next admission round
+// (hint is the certain wait the rejections carry):
 //
 //	base = hint + poll·(0.5+0.5·r)   when hint > 0
 //	base =        poll·(0.5+0.5·r)   otherwise

@@ -160,7 +160,7 @@ func TestStateChangeCarriesTheCountsThatCausedIt(t *testing.T) {
 
 // Every answer carries the record's generation, state and override, so
 // seeing a transition costs no gate operation: not for Closed calls, not for
-// rejections, not for the trip, the probe or the close (SPEC §15: a waiting
+// rejections, not for the trip, the probe or the close (budget: a waiting
 // call ≤ 2 gate queries per cooldown).
 func TestStateChangesReadNoSnapshot(t *testing.T) {
 	o := newObserved(t)
@@ -558,7 +558,7 @@ func TestConcurrentAnswersReportOneChainOfRealStates(t *testing.T) {
 	assert.Equal(t, s.Forced, fromForced)
 }
 
-// SPEC §15, a waiting call ≤ 2 gate queries per cooldown, with the state
+// The budget of a waiting call, ≤ 2 gate queries per cooldown, with the state
 // changes reported: a single source whose probes fail three times before one
 // succeeds costs its call one Open rejection and one probe per cooldown and
 // not one Snapshot, though the watch reports every transition.

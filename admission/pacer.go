@@ -63,7 +63,7 @@ const (
 )
 
 // Pacer is the per-source AIMD concurrency window of one scope in one
-// process (SPEC §6, the chat scope's pacer; seed 000 §3.4): a source admits
+// process (the chat scope's pacer): a source admits
 // while its calls in flight are fewer than its window; the window grows by
 // one after a window's worth of successes (additive increase) and halves on a
 // throttle, at most once per DecreaseHold (multiplicative decrease), never

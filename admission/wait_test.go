@@ -14,7 +14,7 @@ import (
 	"github.com/pgw-go/pgw/internal/errs"
 )
 
-// TestHalfOpenRejectionNoLongerPollutesTheMemo is the seed 000 §1.3
+// TestHalfOpenRejectionNoLongerPollutesTheMemo is the stale-probe-wait
 // regression: call B, rejected while call A holds the probe, must not keep
 // the source blacklisted in this process after A's probe closes the breaker.
 func TestHalfOpenRejectionNoLongerPollutesTheMemo(t *testing.T) {
@@ -57,7 +57,7 @@ func TestWaitDoesNotRaiseAndSleepsByRetryAfter(t *testing.T) {
 }
 
 // TestWaitWithQuotaFailFastNeverReportsQuotaExhaustedForABreakerWait is the
-// seed 000 §3.3 trap: dispatch is by rejection reason, so a breaker wait does
+// reason-dispatch trap: dispatch is by rejection reason, so a breaker wait does
 // not fall through into the quota branch.
 func TestWaitWithQuotaFailFastNeverReportsQuotaExhaustedForABreakerWait(t *testing.T) {
 	f := newFixture(t, withModes(admission.FailFast, admission.Wait),

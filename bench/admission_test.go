@@ -10,7 +10,7 @@ import (
 	"github.com/pgw-go/pgw/gate/memory"
 )
 
-// BenchmarkAdmission is one full in-memory admission round (SPEC §15, target
+// BenchmarkAdmission is one full in-memory admission round (target
 // under 1 µs): Pick over 8 sources in two weighted priority tiers — memo,
 // breaker TryEnter, quota Acquire (RPM, TPM and in-flight limits on every
 // source) — then Done: breaker Record, quota Settle and Release. The peers

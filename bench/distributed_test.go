@@ -18,7 +18,7 @@ import (
 	pgwredis "github.com/pgw-go/pgw/gate/redis"
 )
 
-// The distributed comparison (SPEC §13, §15): callers that share one breaker
+// The distributed comparison: callers that share one breaker
 // through Redis, each doing a 1 ms simulated upstream call.
 //
 //   - pgw: package breaker's Execute on the Redis breaker gate: TryEnter →

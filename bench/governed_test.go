@@ -14,7 +14,7 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// SPEC §15: "Redis: exactly one round trip per gate operation; a waiting call
+// The budget: "Redis: exactly one round trip per gate operation; a waiting call
 // ≤ 2 gate queries per cooldown". These benchmarks count, rather than time:
 // their figures are the ReportMetric columns.
 

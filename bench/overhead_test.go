@@ -17,7 +17,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 )
 
-// The end-to-end overhead of a governed call (issue 8, item 4): one POST of a
+// The end-to-end overhead of a governed call: one POST of a
 // small JSON body to a local httptest upstream that answers a tiny JSON, made
 //
 //   - raw: straight through net/http, nothing around it;

@@ -11,7 +11,7 @@ import (
 )
 
 // The success path allocates nothing: not in the breaker, not in the default
-// memory gate (SPEC §15).
+// memory gate.
 func TestSuccessPathAllocatesNothing(t *testing.T) {
 	mem, err := New("mem", Config{Logger: discardLogger()})
 	require.NoError(t, err)

@@ -27,7 +27,7 @@ type Config struct {
 	// provided gate keeps its own time.
 	Clock gate.Clock
 	// IsExcluded reports errors that say nothing about the dependency's
-	// health (seed 004 §4.3), such as validation errors. They are neither
+	// health, such as validation errors. They are neither
 	// successes nor failures, and give back a probe lease.
 	IsExcluded func(error) bool
 	// ExcludedErrors are excluded too, matched with errors.Is.

@@ -1,4 +1,4 @@
-// Package breaker is the standalone circuit breaker of seed 004: one named
+// Package breaker is a standalone circuit breaker: one named
 // breaker guarding one dependency, with the three-state machine of package
 // gate (Closed → Open → HalfOpen → Closed) underneath.
 //
@@ -13,7 +13,7 @@
 //
 //	err := cb.Execute(ctx, func(ctx context.Context) error { ... })   // plain
 //	v, err := breaker.Do(ctx, cb, func(ctx context.Context) (T, error) { ... })
-//	call := breaker.Wrap(cb, fn)                                      // decorator (seed 004 §4.2)
+//	call := breaker.Wrap(cb, fn)                                      // decorator
 //	tok, err := cb.Allow(ctx); ...; tok.Done(err)                     // two steps, manual
 //
 // Execute, Do and the wrapped functions record every outcome themselves,
@@ -31,8 +31,8 @@
 //     failure, since the caller's ctx is still live.
 //   - an error wrapped with Fatal: opens the breaker at once (a bad
 //     credential, an exhausted upstream quota).
-//   - an excluded error (Config.IsExcluded or Config.ExcludedErrors, seed 004
-//     §4.3): not counted — a validation error says nothing about the
+//   - an excluded error (Config.IsExcluded or Config.ExcludedErrors):
+//     not counted — a validation error says nothing about the
 //     dependency.
 //   - any other error: a failure.
 //   - a panic: a failure; the panic then continues with its original value.
@@ -49,7 +49,7 @@
 //
 // # Registry
 //
-// A Registry hands out one Breaker per name (seed 004 §5.1–5.2), so code in
+// A Registry hands out one Breaker per name, so code in
 // different places that asks for "payments" shares one breaker. DefaultRegistry
 // exists for convenience; nothing in this package uses it implicitly.
 package breaker

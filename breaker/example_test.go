@@ -63,7 +63,7 @@ func ExampleWrap() {
 
 func ExampleRegistry_GetOrCreate() {
 	reg := breaker.NewRegistry()
-	// Two places asking for "inventory" share one breaker (seed 004 §5.2).
+	// Two places asking for "inventory" share one breaker.
 	a, err := reg.GetOrCreate("inventory", breaker.Config{Policy: gate.Policy{ConsecutiveFailures: 3}})
 	if err != nil {
 		panic(err)

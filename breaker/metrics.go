@@ -7,7 +7,7 @@ import (
 	"github.com/pgw-go/pgw/gate"
 )
 
-// Metrics is a snapshot of one breaker's local counts (seed 004 §5.3). The
+// Metrics is a snapshot of one breaker's local counts. The
 // counts are this Breaker's own calls since it was created; with a gate
 // shared by several processes, each process counts its own.
 type Metrics struct {

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Registry hands out one Breaker per name (seed 004 §5.1–5.2). The zero value
+// Registry hands out one Breaker per name. The zero value
 // is an empty registry ready to use. It is safe for concurrent use.
 type Registry struct {
 	mu       sync.RWMutex

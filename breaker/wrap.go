@@ -2,10 +2,10 @@ package breaker
 
 import "context"
 
-// Wrap returns fn guarded by cb: the decorator of seed 004 §4.2. Each call of
+// Wrap returns fn guarded by cb: a decorator. Each call of
 // the returned function is a cb.Execute of fn. Several functions wrapped with
 // the same breaker (for example one from Registry.GetOrCreate) share its
-// state, as seed 004 §5.2 has decorators of the same name share one breaker.
+// state, so decorators of the same name share one breaker.
 func Wrap(cb *Breaker, fn func(context.Context) error) func(context.Context) error {
 	if cb == nil || fn == nil {
 		panic("pgw/breaker: Wrap called with a nil breaker or function")

@@ -1,4 +1,4 @@
-// Package config holds a gateway's settings (SPEC §9): the Settings struct,
+// Package config holds a gateway's settings: the Settings struct,
 // which may be built in code, and its reading from environment variables.
 //
 // # Keys
@@ -14,7 +14,8 @@
 //	PGW_SCOPES               scope names to read, default CHAT,EMBEDDING,OCR
 //
 // Per scope listed in PGW_SCOPES; a scope is active when {SCOPE}__SOURCES is
-// set, and the keys of an inactive scope are not read:
+// set, and the keys of an inactive scope are not read (FromEnv and FromMap
+// report them):
 //
 //	{SCOPE}__SOURCES            comma list of source names (required)
 //	{SCOPE}__QUOTA_FULL         wait (default) | fail_fast
@@ -55,10 +56,22 @@
 //
 // Every problem is reported at once: one *errs.ConfigError (re-exported as
 // pgw.ConfigError, code PGW-CONFIG) lists each bad key with its value and
-// the legal values, sorted by key. Secret values are shown as "<redacted>",
-// URLs without their user info and query. FromEnv and FromMap also report
-// unknown keys under a listed scope's prefix (CHAT__CIRCUT_OPEN) and near
-// misses of the PGW_ keys.
+// the legal values, sorted by key; a required key that is missing shows as
+// "KEY unset". Secret values are shown as "<redacted>", URLs without their
+// user info and query.
+//
+// FromEnv and FromMap, which see every key that is set, also report each key
+// that is no key pgw reads but sits in its namespace or next to it, with a
+// "did you mean" when a known key is near: unknown keys under an active
+// scope's prefix (CHAT__CIRCUT_OPEN); keys of a source not listed in
+// {SCOPE}__SOURCES (CHAT__BAKUP__API_KEY); keys of a listed scope whose
+// SOURCES is not set; {SCOPE}__SOURCES of a scope not in PGW_SCOPES; a pgw
+// key with the wrong case (chat__sources), a single or a triple underscore
+// (CHAT_SOURCES, CHAT___A__BASE_URL) or one character changed, missing,
+// added or swapped; and near misses of the PGW_ keys. FromLookup cannot
+// enumerate keys and reports none of these. FromEnvRequiring and
+// Settings.ValidateRequiring add keys the caller needs (the gateway needs
+// BASE_URL for its default transport) to the same error.
 //
 // Settings built in code follow the same rules through Settings.Validate: a
 // zero field means its default, and problems are named by the key that would

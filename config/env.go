@@ -40,17 +40,27 @@ type LookupFunc func(key string) (value string, ok bool)
 // problem is returned as one *errs.ConfigError (pgw.ConfigError) listing
 // every bad key.
 func FromEnv() (*Settings, error) {
+	return FromEnvRequiring()
+}
+
+// readEnvGlobals reads the PGW_ keys through envconfig.
+func readEnvGlobals() (globalEnv, error) {
 	var g globalEnv
 	if err := envconfig.Process("", &g); err != nil {
 		// Every field is a *string, which envconfig cannot fail to set.
-		return nil, fmt.Errorf("pgw/config: reading the environment: %w", err)
+		return g, fmt.Errorf("pgw/config: reading the environment: %w", err)
 	}
+	return g, nil
+}
+
+// envNames lists the keys of the process environment.
+func envNames() []string {
 	names := make([]string, 0, 64)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		names = append(names, name)
 	}
-	return load(g.lookup(), os.LookupEnv, names)
+	return names
 }
 
 // FromLookup reads Settings through lookup, which answers like os.LookupEnv.
@@ -63,7 +73,7 @@ func FromEnv() (*Settings, error) {
 // the key to get its default). Spaces around values and list items are
 // trimmed, except in __API_KEY (where they are an error) and __MODEL (kept).
 func FromLookup(lookup LookupFunc) (*Settings, error) {
-	return load(readGlobals(lookup).lookup(), lookup, nil)
+	return load(readGlobals(lookup).lookup(), lookup, nil, nil)
 }
 
 // FromMap reads Settings from env, a map of key to value, as FromEnv reads
@@ -77,7 +87,7 @@ func FromMap(env map[string]string) (*Settings, error) {
 	for k := range env {
 		names = append(names, k)
 	}
-	return load(readGlobals(lookup).lookup(), lookup, names)
+	return load(readGlobals(lookup).lookup(), lookup, names, nil)
 }
 
 // readGlobals fills a globalEnv the way envconfig.Process does: the key if
@@ -115,8 +125,9 @@ func (g globalEnv) lookup() LookupFunc {
 
 // load is the parser shared by FromEnv, FromLookup and FromMap. globals
 // answers for the PGW_ keys, lookup for the others; names, when not nil, are
-// all the keys that are set, for the unknown-key report.
-func load(globals, lookup LookupFunc, names []string) (*Settings, error) {
+// all the keys that are set, for the unknown-key report; reqs are the keys
+// the caller requires.
+func load(globals, lookup LookupFunc, names []string, reqs []Requirement) (*Settings, error) {
 	var s Settings
 	var ps problems
 	for _, f := range globalFields {
@@ -126,6 +137,7 @@ func load(globals, lookup LookupFunc, names []string) (*Settings, error) {
 	}
 	rawScopes, _ := globals(keyScopes)
 	listed := parseScopes(rawScopes, &ps)
+	scopesBad := ps.has(keyScopes)
 	for _, name := range listed {
 		prefix := name + "__"
 		rawSources, active := lookup(prefix + keySources)
@@ -146,7 +158,7 @@ func load(globals, lookup LookupFunc, names []string) (*Settings, error) {
 			strings.Join(suffixed(listed, "__"+keySources), ", ")+" is set")
 	}
 	if names != nil {
-		reportUnknown(names, listed, s.Scopes, &ps)
+		reportUnknown(names, listed, scopesBad, s.Scopes, &ps)
 	}
 
 	eff := s.WithDefaults()
@@ -155,6 +167,7 @@ func load(globals, lookup LookupFunc, names []string) (*Settings, error) {
 	// is not reported twice.
 	var vs problems
 	validate(eff, &vs)
+	require(eff, reqs, &vs)
 	for _, p := range vs.list {
 		if !ps.has(p.Key) {
 			ps.list = append(ps.list, p)

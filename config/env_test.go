@@ -304,7 +304,6 @@ func TestSourceNamesKeptAsWrittenWithKeysUpperCased(t *testing.T) {
 		"CHAT__EU_1__BASE_URL":       "https://eu.example.com",
 		"CHAT__OPENAI_MAIN__MODEL":   "gpt",
 		"CHAT__LOCAL2__PRIORITY":     "1",
-		"CHAT__eu-1__BASE_URL":       "https://ignored.example.com", // not a key of any source
 		"CHAT__LOCAL2__TIMEOUT_S":    "30",
 		"CHAT__OPENAI_MAIN__WEIGHT":  "3",
 		"CHAT__OPENAI_MAIN__API_KEY": "k",
@@ -353,7 +352,7 @@ func TestSourcesListRules(t *testing.T) {
 }
 
 func TestScopesListRules(t *testing.T) {
-	s := mustLoad(t, map[string]string{"PGW_SCOPES": " MY_SCOPE , V2", "MY_SCOPE__SOURCES": "x", "V2__SOURCES": "y", "CHAT__SOURCES": "ignored"})
+	s := mustLoad(t, map[string]string{"PGW_SCOPES": " MY_SCOPE , V2", "MY_SCOPE__SOURCES": "x", "V2__SOURCES": "y"})
 	require.Len(t, s.Scopes, 2)
 	assert.Equal(t, "MY_SCOPE", s.Scopes[0].Name)
 	assert.Equal(t, "V2", s.Scopes[1].Name)
@@ -388,9 +387,16 @@ func TestNoActiveScopeIsAnError(t *testing.T) {
 }
 
 func TestKeysOfInactiveScopesAreNotRead(t *testing.T) {
-	s := mustLoad(t, base("OCR__CIRCUIT_OPEN", "bogus", "OCR__COOLDOWN_S", "-1"))
+	env := base("OCR__CIRCUIT_OPEN", "bogus", "OCR__COOLDOWN_S", "-1")
+	s, err := config.FromLookup(lookupIn(env))
+	require.NoError(t, err)
 	_, ok := s.Scope("OCR")
 	assert.False(t, ok)
+	// They are reported by the loaders that see every key: set, they would
+	// be ignored.
+	ce := mustFail(t, env)
+	assert.Equal(t, []string{"OCR__CIRCUIT_OPEN", "OCR__COOLDOWN_S"}, keys(ce))
+	assert.Contains(t, problem(t, ce, "OCR__COOLDOWN_S").Legal, "OCR__SOURCES is not set, so scope OCR is inactive")
 }
 
 func TestMaxCooldownBelowCooldownIsAnError(t *testing.T) {
@@ -431,6 +437,25 @@ func TestUnknownKeysAreReportedByFromMap(t *testing.T) {
 		{"CHAT__ZZZZZZZZZZZZZZ", "known: CHAT__{SOURCES,QUOTA_FULL"},
 		{"PGW_REDIS_PREFX", "did you mean PGW_REDIS_PREFIX?"},
 		{"PGW_SCOPE", "did you mean PGW_SCOPES?"},
+		{"pgw_redis_url", "did you mean PGW_REDIS_URL?"},
+		// The mistakes a first day makes: the source segment mistyped, a
+		// source not listed, the case, the underscores.
+		{"CHAT__B__API_KEY", "source B is not listed in CHAT__SOURCES (A), so this key is not read; add it there or unset this key; did you mean CHAT__A__API_KEY?"},
+		{"CHAT__OLD__BASE_URL", "source OLD is not listed in CHAT__SOURCES (A), so this key is not read"},
+		{"CHAT__a__BASE_URL", "did you mean CHAT__A__BASE_URL?"},
+		{"chat__sources", "did you mean CHAT__SOURCES?"},
+		{"Chat__A__Model", "did you mean CHAT__A__MODEL?"},
+		{"CHAT_SOURCES", "did you mean CHAT__SOURCES?"},
+		{"CHAT___A__BASE_URL", "did you mean CHAT__A__BASE_URL?"},
+		{"CHAT_A__BASE_URL", "did you mean CHAT__A__BASE_URL?"},
+		{"CHAT__A___BASE_URL", "did you mean CHAT__A__BASE_URL?"},
+		{"CAHT__SOURCES", "did you mean CHAT__SOURCES?"},
+		{"CHAT__A__BAES_URL", "did you mean CHAT__A__BASE_URL?"},
+		{"CHAT__A__BASE_URLL", "did you mean CHAT__A__BASE_URL?"},
+		// Keys of a listed scope without SOURCES, and of a scope not listed.
+		{"OCR__CIRCUIT_OPEN", "OCR__SOURCES is not set, so scope OCR is inactive"},
+		{"OCR__A__BASE_URL", "OCR__SOURCES is not set, so scope OCR is inactive"},
+		{"MY_SCOPE__SOURCES", "scope MY_SCOPE is not in PGW_SCOPES (unset, so CHAT,EMBEDDING,OCR)"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			ce := mustFail(t, base(tc.key, "v"))
@@ -444,10 +469,43 @@ func TestUnknownKeysAreReportedByFromMap(t *testing.T) {
 			assert.NoError(t, err)
 		})
 	}
-	// Keys outside pgw's namespace, of unlisted scopes or unlisted sources
-	// (dropping a source from __SOURCES disables it), are left alone.
+	// Keys outside pgw's namespace, even when they share a scope's first
+	// letters or the PGW_ prefix, are left alone.
 	mustLoad(t, base("PGW_TEST_REDIS_ADDR", "x", "PATH", "/bin", "FOO__BAR", "x",
-		"CHAT__OLD__BASE_URL", "x", "CHATTY", "1", "MY_SCOPE__SOURCES", "x"))
+		"CHATTY", "1", "CHAT_HISTORY_DIR", "/tmp", "chat", "x", "OCR_LANG", "de"))
+}
+
+// TestScopeMissingFromExplicitScopesIsReported: a scope whose SOURCES is set
+// but which PGW_SCOPES does not list is a problem, and so are its keys.
+func TestScopeMissingFromExplicitScopesIsReported(t *testing.T) {
+	ce := mustFail(t, map[string]string{
+		"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "a",
+		"EMBEDDING__SOURCES": "e", "EMBEDDING__E__BASE_URL": "https://e.example.com",
+	})
+	assert.Equal(t, []string{"EMBEDDING__E__BASE_URL", "EMBEDDING__SOURCES"}, keys(ce))
+	for _, p := range ce.Problems {
+		assert.Contains(t, p.Legal, "scope EMBEDDING is not in PGW_SCOPES (CHAT)")
+	}
+	// When PGW_SCOPES itself is wrong, that is the problem reported.
+	ce = mustFail(t, map[string]string{"PGW_SCOPES": "chat", "CHAT__SOURCES": "a"})
+	assert.Equal(t, []string{"PGW_SCOPES"}, keys(ce))
+}
+
+// TestEveryMistakeOfEveryScopeInOneError: parse errors, unknown keys, keys of
+// inactive scopes and cross-key rules of several scopes come back together.
+func TestEveryMistakeOfEveryScopeInOneError(t *testing.T) {
+	ce := mustFail(t, map[string]string{
+		"PGW_SCOPES":           "CHAT,EMBEDDING,OCR",
+		"CHAT__SOURCES":        "primary,backup",
+		"CHAT__BAKUP__API_KEY": "sk-x",
+		"CHAT__COOLDOWN_S":     "120",
+		"CHAT__MAX_COOLDOWN_S": "60",
+		"EMBEDDING__SOURCES":   "e",
+		"EMBEDDING__E__RPM":    "lots",
+		"OCR__O__BASE_URL":     "https://o.example.com",
+	})
+	assert.Equal(t, []string{"CHAT__BAKUP__API_KEY", "CHAT__MAX_COOLDOWN_S", "EMBEDDING__E__RPM", "OCR__O__BASE_URL"}, keys(ce))
+	assert.Contains(t, problem(t, ce, "CHAT__BAKUP__API_KEY").Legal, "did you mean CHAT__BACKUP__API_KEY?")
 }
 
 // TestEnvconfigAndLookupReadGlobalsAlike pins FromEnv (envconfig) and

@@ -115,7 +115,7 @@ var sourceFields = []field[Source]{
 			s.APIKey = NewSecret(raw)
 			return true
 		},
-		check: func(s *Source) (string, bool) { return Redacted, !hasControl(s.APIKey.Reveal()) },
+		check: func(s *Source) (string, bool) { return s.APIKey.String(), !hasControl(s.APIKey.Reveal()) },
 		show:  func(string) string { return Redacted },
 	},
 	{

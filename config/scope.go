@@ -20,7 +20,7 @@ type ScopeSettings struct {
 	// least one for quota (default wait).
 	QuotaFull Mode
 	// CircuitOpen is what a call does when every source is rejected by its
-	// breaker (default fail_fast; seed 000 §3.5).
+	// breaker (default fail_fast: waiting on open breakers is opt-in).
 	CircuitOpen Mode
 	// MaxAttempts bounds the attempts of one call (default 3 × sources).
 	MaxAttempts int

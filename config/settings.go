@@ -44,7 +44,7 @@ const (
 	RedisFailClosed RedisDown = "fail_closed"
 )
 
-// Defaults of the keys of SPEC §9 that are not gate.Policy defaults.
+// Defaults of the configuration keys that are not gate.Policy defaults.
 const (
 	DefaultBreakerBackend = BackendMemory
 	DefaultRedisURL       = "redis://127.0.0.1:6379/0"
@@ -52,7 +52,7 @@ const (
 	DefaultRedisDown      = RedisFailOpen
 	// DefaultScopes is the default of PGW_SCOPES.
 	DefaultScopes = "CHAT,EMBEDDING,OCR"
-	// DefaultQuotaFull and DefaultCircuitOpen: seed 000 §3.2/§3.5 — waiting
+	// DefaultQuotaFull and DefaultCircuitOpen: waiting
 	// on a full quota is the old behaviour; waiting on open breakers would
 	// turn everyone's fast failure into a long hang, so it is opt-in
 	// (a single-source scope should set {SCOPE}__CIRCUIT_OPEN=wait).

@@ -31,7 +31,7 @@ func (s *Settings) Validate() error {
 func validate(s Settings, ps *problems) {
 	checkFields(globalFields, &s, "", ps)
 	if len(s.Scopes) == 0 {
-		ps.add(keyScopes, "", legalNoScope)
+		ps.addUnset(keyScopes, legalNoScope)
 	}
 	scopes := make(map[string]bool, len(s.Scopes))
 	for i := range s.Scopes {
@@ -50,7 +50,7 @@ func validate(s Settings, ps *problems) {
 				"seconds ≥ "+prefix+"COOLDOWN_S ("+formatSeconds(sc.Cooldown)+")")
 		}
 		if len(sc.Sources) == 0 {
-			ps.add(prefix+keySources, "", "one or more source names")
+			ps.addUnset(prefix+keySources, "one or more source names")
 		}
 		keys := make(map[string]string, len(sc.Sources))
 		for j := range sc.Sources {
@@ -143,6 +143,11 @@ type problems struct {
 
 func (p *problems) add(key, value, legal string) {
 	p.list = append(p.list, errs.Problem{Key: key, Value: value, Legal: legal})
+}
+
+// addUnset reports a required key that is not set.
+func (p *problems) addUnset(key, legal string) {
+	p.list = append(p.list, errs.Problem{Key: key, Legal: legal, Unset: true})
 }
 
 func (p *problems) has(key string) bool {

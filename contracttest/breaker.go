@@ -62,12 +62,12 @@ type breakerCase struct {
 // (e.g. `go test -count=2` against one redis-server).
 var runCounter atomic.Uint64
 
-// RunBreaker runs the breaker contract of gate/doc.go and SPEC §4 against the
+// RunBreaker runs the breaker contract of gate/doc.go against the
 // gates newGate builds: every row of the pinned RetryAfter table, every
 // transition, cooldown growth and its cap, probe lease expiry, fencing of
 // stale and old-generation outcomes, Fatal from each state, Released,
 // concurrent probe grants, Snapshot, the generation every answer carries
-// (gate/doc.go "Generations"), and the seed 000 §1.3 regression.
+// (gate/doc.go "Generations"), and the HalfOpen-rejection-hides-recovery regression.
 //
 // Subtests run in parallel, each on its own gate and source; RunBreaker
 // returns when all of them have finished, so the caller may release shared

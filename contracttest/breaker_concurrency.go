@@ -14,7 +14,7 @@ import (
 const racers = 64
 
 // concurrencyCases pin HalfOpenProbes under sequential and racing callers and
-// the seed 000 §1.3 regression.
+// the regression in which a HalfOpen rejection hid a recovered source.
 func concurrencyCases() []breakerCase {
 	return []breakerCase{
 		{name: "HalfOpenProbesGrantsExactlyNConcurrentLeases", policy: func(p *gate.Policy) {
@@ -52,7 +52,7 @@ func concurrencyCases() []breakerCase {
 			raceForProbes(h)
 		}},
 		{name: "RecoveredSourceNotHiddenByHalfOpenRejection", run: func(h *breakerHarness) {
-			// Seed 000 §1.3: a caller rejected while the probe is in flight
+			// A caller rejected while the probe is in flight
 			// feeds its RetryAfter into a max-only memo ("skip until T",
 			// SetUntil only moves forward). The rejection must carry no wait,
 			// so once the probe succeeds the memo hides nothing.

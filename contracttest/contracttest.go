@@ -1,6 +1,6 @@
 // Package contracttest holds the exported contract suites every gate
-// implementation must pass: RunBreaker for gate.ProviderGate (SPEC §4) and
-// RunQuota for gate.QuotaGate (SPEC §5). A third-party backend calls them from
+// implementation must pass: RunBreaker for gate.ProviderGate and
+// RunQuota for gate.QuotaGate. A third-party backend calls them from
 // its own tests:
 //
 //	func TestContract(t *testing.T) {

@@ -54,7 +54,7 @@ type quotaCase struct {
 	run    func(h *quotaHarness)
 }
 
-// RunQuota runs the quota contract of SPEC §5 and gate.QuotaGate against the
+// RunQuota runs the quota contract of gate.QuotaGate against the
 // gates newGate builds: RPM and TPM exact at their boundaries and refilling
 // continuously, RetryAfter exact (a retry at RetryAfter is admitted, one
 // clearly earlier is not), Settle refunds and debits, MaxInFlight with

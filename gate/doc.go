@@ -76,5 +76,5 @@
 //
 // A HalfOpen rejection therefore fed into a max-only cooldown memo as
 // now + 0 hides nothing: once the probe succeeds the source is admitted again
-// at once (seed 000 §1.3).
+// at once; a recovered source is never hidden behind a stale probe wait.
 package gate

@@ -48,7 +48,7 @@ type Policy struct {
 	HalfOpenProbes int
 }
 
-// DefaultProbeTTL is the probe lease length the spec derives from the slowest
+// DefaultProbeTTL is the default probe lease length, derived from the slowest
 // source timeout: max(2 × slowest, cooldown, slowest + 5 s).
 func DefaultProbeTTL(cooldown, slowestTimeout time.Duration) time.Duration {
 	return max(2*slowestTimeout, cooldown, slowestTimeout+5*time.Second)

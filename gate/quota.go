@@ -208,7 +208,7 @@ type QuotaDecision struct {
 	Limit string
 }
 
-// QuotaGate is the per-source rate quota port (SPEC §5). A source with no
+// QuotaGate is the per-source rate quota port (RPM, TPM, in-flight). A source with no
 // Limits, or zero Limits, is unlimited. Implementations are safe for
 // concurrent use. A rejected Acquire reserves nothing.
 type QuotaGate interface {

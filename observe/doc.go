@@ -1,4 +1,4 @@
-// Package observe is how pgw reports what it does (SPEC §12): one event per
+// Package observe is how pgw reports what it does: one event per
 // attempt, breaker state change, gate rejection, wait and call, handed to an
 // Observer. It is a low package — admission and retry call it, the root
 // package re-exports it — and depends on nothing outside the module, so the
@@ -45,8 +45,8 @@
 //     change before: the counts that caused it, which the gate itself
 //     clears at the transition. Seeing it costs no gate operation beyond the
 //     answers the calls needed anyway.
-//   - WaitStart, WaitEnd: a call found no runnable source and waits (seed
-//     000 §6): why, per source, how long it expects to wait and how long it
+//   - WaitStart, WaitEnd: a call found no runnable source and waits:
+//     why, per source, how long it expects to wait and how long it
 //     did.
 //   - CallResult: a governed call ended: success, or why not.
 package observe

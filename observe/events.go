@@ -7,7 +7,7 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// The values of AttemptRecord.Outcome: the classes of SPEC §7 (retry.Class
+// The values of AttemptRecord.Outcome: the retry classes (retry.Class
 // names), plus OutcomeAbandoned for a chat stream closed before its end and
 // OutcomePanic.
 const (

@@ -2,7 +2,7 @@
 // streaming, embeddings, and OCR as a vision chat request, spoken to any
 // OpenAI-compatible HTTP API with net/http alone. One *Client implements
 // transport.ChatTransport, transport.EmbedTransport and
-// transport.OCRTransport (SPEC §10).
+// transport.OCRTransport.
 //
 // # Base URL
 //
@@ -25,7 +25,7 @@
 //
 // A non-2xx answer becomes *errs.HTTPError (pgw.HTTPError) carrying the
 // status, the upstream's Retry-After (or retry-after-ms) and the upstream's
-// error message, so the gateway classifies it (SPEC §7): 429 throttles, 5xx
+// error message, so the gateway classifies it: 429 throttles, 5xx
 // fails over, 401/403 are fatal, 400/404/413/422 go back to the caller. The
 // OpenAI error code, when present and not already in the text, is appended in
 // parentheses, e.g. "You exceeded your current quota (insufficient_quota)".

@@ -34,7 +34,7 @@ type embedResponse struct {
 // "index"); an answer that does not hold exactly one vector per input is an
 // error. req.Model, when empty, is src.Model. An empty batch returns an empty
 // response without a request. Splitting large inputs into batches is the
-// gateway's job (SPEC §7), not this method's.
+// gateway's job, not this method's.
 func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.EmbedRequest) (transport.EmbedResponse, error) {
 	if len(req.Inputs) == 0 {
 		return transport.EmbedResponse{Vectors: [][]float32{}}, nil

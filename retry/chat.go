@@ -34,7 +34,7 @@ type ChatOptions struct {
 // Chat is the chat loop: streaming, with retries and fail-over only before
 // the first chunk reaches the caller, a first-token timeout and a total
 // timeout (the source's Timeout) per attempt, the scope's pacer and in-call
-// demotion (SPEC §7). Safe for concurrent use.
+// demotion. Safe for concurrent use.
 type Chat struct {
 	l         *Loop
 	tr        transport.ChatTransport

@@ -8,7 +8,7 @@ import (
 	"github.com/pgw-go/pgw/internal/errs"
 )
 
-// Class is how a loop treats an attempt's outcome (SPEC §7).
+// Class is how a loop treats an attempt's outcome.
 type Class uint8
 
 // The classes. Success is only for a nil error.
@@ -51,7 +51,7 @@ func (c Class) String() string {
 	return "class(?)"
 }
 
-// Classify is the default classification of SPEC §7. A *errs.HTTPError
+// Classify is the default classification of an attempt's error. A *errs.HTTPError
 // anywhere in err's chain is classified by status: 429 Throttle — unless its
 // message says the quota is exhausted ("insufficient_quota"), which is Fatal
 // like 401, 402 and 403; 400, 404, 413 and 422 CallerError; anything else

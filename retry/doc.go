@@ -1,11 +1,11 @@
 // Package retry holds pgw's call loops — the generic Run, and Chat
 // (streaming), Embed and OCR on top of it — with the pieces they share:
 // StallClock (the stall budget), Backoff (exponential, full jitter, capped)
-// and Classify (how an attempt's error is treated, SPEC §7).
+// and Classify (how an attempt's error is treated).
 //
 // Every loop is the same loop; the three differ only in their attempt. Each
 // round asks the scope's admission.SourceAdmission for a source (the one
-// decision point, seed 000 §3.4), runs one attempt on it under the source's
+// decision point), runs one attempt on it under the source's
 // timeout, classifies the outcome and gives back everything the admission
 // took — breaker decision, quota permit, pacer slot — on every path,
 // panics included:
@@ -21,7 +21,7 @@
 // failed, and with the admission's errors when no source may run
 // (CircuitOpenError, AllSourcesExhausted). All of these mark the end of
 // call-level retry, which lives entirely here; re-submitting later is the
-// caller's task-level retry (seed 000 §3.6).
+// caller's task-level retry.
 //
 // With Config.Observer every attempt reports its start and its record
 // (outcome, HTTP status, latency, tokens, the upstream's Retry-After) and

@@ -9,7 +9,7 @@ import (
 
 // Deliveries is a scope's last-success time, shared by the calls of the
 // scope: a call is stalled only when no call of its scope delivered within
-// the stall window (SPEC §7). The zero value is ready. Safe for concurrent
+// the stall window. The zero value is ready. Safe for concurrent
 // use.
 type Deliveries struct {
 	last atomic.Int64 // unix nanoseconds of the last success; 0: none
@@ -36,7 +36,7 @@ func (d *Deliveries) Last() (time.Time, bool) {
 }
 
 // StallClock splits one call's time into attempt time and stall time —
-// everything else: waiting for a source, backing off (ARCH §7.3: a breaker
+// everything else: waiting for a source, backing off (a breaker
 // cooldown is unproductive waiting). It implements admission.StallBudget. A
 // StallClock belongs to one call and is not safe for concurrent use.
 type StallClock struct {

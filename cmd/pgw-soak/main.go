@@ -254,7 +254,7 @@ func printReport(w io.Writer, m faultsuite.Report, plan []phase, leases []faults
 		fmt.Fprintf(w, "  healthy phase (gates only): p50 %v, p99 %v\n", h.Overhead.Quantile(0.5), h.Overhead.Quantile(0.99))
 	}
 	fmt.Fprintf(w, "  whole run (waits included):  p50 %v, p99 %v, max %v\n", m.Overhead.Quantile(0.5), m.Overhead.Quantile(0.99), m.Overhead.Max())
-	fmt.Fprintf(w, "time outside attempts (bound: stall window + poll = %v, + %v slack): max %v (%s); %d calls past %v within the slack; %d past it while their scope kept delivering (legal, SPEC §7; max %v)\n",
+	fmt.Fprintf(w, "time outside attempts (bound: stall window + poll = %v, + %v slack): max %v (%s); %d calls past %v within the slack; %d past it while their scope kept delivering (legal: the stall budget counts from the scope's last success; max %v)\n",
 		stallWindow+poll, slack, m.MaxStall.Round(time.Millisecond), m.MaxStallCall, m.Late, stallWindow+poll,
 		m.Excused, m.MaxStallExcused.Round(time.Millisecond))
 	fmt.Fprintf(w, "cancelled calls: %d, max return after cancel %v\n", m.Cancelled, m.MaxCancelLatency.Round(time.Microsecond))

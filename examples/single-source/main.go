@@ -19,7 +19,7 @@
 //     sources) ends it with *pgw.GatewayUnavailableError. With the defaults
 //     (COOLDOWN_S 60, MAX_ATTEMPTS 3) that is about three minutes (60 s +
 //     120 s) for an error fail_fast reports in milliseconds: the price of
-//     choosing wait (seed 000 §4).
+//     choosing wait.
 //  5. The same with MAX_ATTEMPTS 20: the stall window ends it instead, with
 //     *pgw.AllSourcesExhausted{Reason: "stalled"} (at most STALL_WINDOW_S
 //     plus one poll interval; 300 s by default).

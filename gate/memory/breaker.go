@@ -191,7 +191,7 @@ func (b *Breaker) tryEnterLocked(r *record) gate.Decision {
 	r.expireLeases(now)
 	if len(r.leases) >= b.p.HalfOpenProbes {
 		// A probe is in flight: it may answer at any moment, so there is no
-		// certain wait (never the lease length — seed 000 §1.2).
+		// certain wait (never the lease length, which would hide a recovery).
 		return gate.Decision{State: gate.HalfOpen, Generation: r.gen, Forced: r.forced}
 	}
 	r.seq++

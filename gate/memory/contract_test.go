@@ -10,7 +10,7 @@ import (
 	"github.com/pgw-go/pgw/gate/memory"
 )
 
-// TestBreakerContract runs the shared breaker contract (gate/doc.go, SPEC §4)
+// TestBreakerContract runs the shared breaker contract (gate/doc.go, contracttest.RunBreaker)
 // against the memory gate on a fake clock, so every duration is exact.
 func TestBreakerContract(t *testing.T) {
 	contracttest.RunBreaker(t, func(t *testing.T, p gate.Policy) (gate.ProviderGate, contracttest.Clock) {

@@ -10,7 +10,7 @@ import (
 	"github.com/pgw-go/pgw/gate/memory"
 )
 
-// TestQuotaContract runs the shared quota contract (SPEC §5) against the
+// TestQuotaContract runs the shared quota contract (contracttest.RunQuota) against the
 // memory gate on a fake clock, so every RetryAfter is compared exactly.
 func TestQuotaContract(t *testing.T) {
 	contracttest.RunQuota(t, func(t *testing.T, limits map[string]gate.Limits) (gate.QuotaGate, contracttest.Clock) {

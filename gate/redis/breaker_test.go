@@ -184,7 +184,7 @@ func (h *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 // take returns the counts since the last take.
 func (h *roundTrips) take() (trips, cmds int64) { return h.trips.Swap(0), h.cmds.Swap(0) }
 
-// SPEC §13/§15: exactly one round trip per gate operation on a single node,
+// The Redis gate's budget: exactly one round trip per gate operation on a single node,
 // on every path of the state machine.
 func TestOneRoundTripPerOperation(t *testing.T) {
 	srv := testutil.StartRedis(t)

@@ -58,7 +58,7 @@ type quotaChildResult struct {
 	Errors    []string
 }
 
-// SPEC §5, issue 4: 4 processes × 16 goroutines hammer one source; the
+// 4 processes × 16 goroutines hammer one source; the
 // admissions never exceed what the limit allows for the elapsed window, and
 // at least 95% of it is used.
 func TestQuotaCrossProcessAccuracy(t *testing.T) {

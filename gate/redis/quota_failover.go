@@ -15,7 +15,7 @@ const fallbackPermitID = "pgw-local-fallback"
 // QuotaFailover is the quota counterpart of Failover: it serves from a
 // primary quota gate (a Redis Quota) and, in FailOpen mode, from a local
 // fallback (a memory quota with the same limits) while the primary returns
-// errors matching ErrUnreachable (SPEC §13, PGW_REDIS_DOWN). Outages are
+// errors matching ErrUnreachable (the PGW_REDIS_DOWN policy). Outages are
 // detected, retried and logged as Failover does.
 //
 // A permit goes back to the gate that granted it. A Redis permit whose Settle

@@ -1,6 +1,6 @@
 package errs
 
-// Call-level versus task-level retry (seed 000 §3.6, SPEC §8).
+// Call-level versus task-level retry.
 //
 // Every retry a governed call needs happens inside the library: backoff,
 // fail-over to another source, waiting for a cooldown or a quota. The errors

@@ -19,10 +19,17 @@ type Problem struct {
 	Value string
 	// Legal says what the key accepts.
 	Legal string
+	// Unset is true when the key is not set at all (a required key that is
+	// missing); Value is then empty.
+	Unset bool
 }
 
-// String renders the problem as KEY="value" (legal: …).
+// String renders the problem as KEY="value" (legal: …), or KEY unset
+// (legal: …) for a key that is not set.
 func (p Problem) String() string {
+	if p.Unset {
+		return p.Key + " unset (legal: " + p.Legal + ")"
+	}
 	return p.Key + "=" + strconv.Quote(p.Value) + " (legal: " + p.Legal + ")"
 }
 

@@ -2,8 +2,8 @@
 // and checks pgw's invariants while faults are injected around them: Redis
 // killed and restarted, its script cache flushed, its clients killed, Redis
 // made slow, upstream 5xx and 429 storms, streams cut mid-answer, callers
-// cancelling at random points. Its tests are the fault suite (issue 8, item
-// 2); cmd/pgw-soak runs the same workers for a bounded soak.
+// cancelling at random points. Its tests are the fault suite;
+// cmd/pgw-soak runs the same workers for a bounded soak.
 //
 // A parent (a test, or the soak) starts workers with Launch: the same binary
 // re-executed with WorkerEnv set, each running a GatewayClient on the Redis
@@ -18,7 +18,7 @@
 //   - stall: the call's time outside its transport attempts stays within
 //     Spec.Bound (the stall window plus one poll interval plus a slack), or
 //     the scope delivered a success within that bound before the call
-//     returned — the one case in which SPEC §7 lets a waiting call go on;
+//     returned — the one case in which the stall budget lets a waiting call go on;
 //   - a cancelled call returns within Spec.CancelBound of the cancellation;
 //   - no attempt starts on a source while an upstream Retry-After this
 //     process received for it is running;

@@ -27,7 +27,7 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// The scopes' short timings, shared by every scenario (SPEC §14: real short
+// The scopes' short timings, shared by every scenario (Redis tests use real short
 // durations). A waiting call ends at most stallWindow + poll after it began
 // waiting, unless its scope delivered meanwhile.
 const (

@@ -67,7 +67,7 @@ type Spec struct {
 	// random delay in [0, CancelWithin).
 	CancelRate   float64       `json:"cancel_rate"`
 	CancelWithin time.Duration `json:"cancel_within"`
-	// Window is SPEC §7's bound on a call's time outside its attempts: the
+	// Window is the stall budget's bound on a call's time outside its attempts: the
 	// stall window plus one poll interval. Bound adds a slack for gate
 	// round trips and scheduling: a call past Bound is a violation, one past
 	// Window is counted, unless (either way) its scope delivered within Bound
