@@ -2,7 +2,6 @@ package config_test
 
 import (
 	"errors"
-	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,14 +15,6 @@ func base(extra ...string) map[string]string {
 	env := map[string]string{"CHAT__SOURCES": "a"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
-	}
-	return env
-}
-
-func with(env map[string]string, kv ...string) map[string]string {
-	env = maps.Clone(env)
-	for i := 0; i+1 < len(kv); i += 2 {
-		env[kv[i]] = kv[i+1]
 	}
 	return env
 }
