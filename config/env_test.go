@@ -179,6 +179,8 @@ func TestEveryKeyDefaultValidAndInvalid(t *testing.T) {
 					assert.NotEmpty(t, p.Legal)
 					if strings.HasSuffix(kc.key, "API_KEY") {
 						assert.Equal(t, config.Redacted, p.Value)
+					} else if kc.key == "PGW_REDIS_URL" && (raw == "h:6379" || raw == "redis://[::1") {
+						assert.Equal(t, config.Redacted, p.Value, "a secret key's value that is no URL is hidden whole")
 					} else if !strings.Contains(raw, "@") && !strings.Contains(raw, "?") {
 						assert.Equal(t, raw, p.Value, "the value as given")
 					}
@@ -215,6 +217,15 @@ func TestRedisURLProblemSaysWhyAndHidesPassword(t *testing.T) {
 	ce = mustFail(t, base("PGW_REDIS_URL", "redis://:hunter2@[::1"))
 	assert.Equal(t, config.Redacted, problem(t, ce, "PGW_REDIS_URL").Value, "unparseable with '@': hidden whole")
 	assert.NotContains(t, ce.Error(), "hunter2")
+
+	// A mistyped scheme leaves the password outside any user info: the
+	// value is hidden whole, and go-redis's reason, which quotes the
+	// offending part, is cut before the quote.
+	for _, raw := range []string{"redis//:hunter2@127.0.0.1:6379/0", "redis:/:hunter2@h/0", "redis:hunter2@h", "hunter2"} {
+		ce = mustFail(t, base("PGW_REDIS_URL", raw))
+		assert.Equal(t, config.Redacted, problem(t, ce, "PGW_REDIS_URL").Value, raw)
+		assert.NotContains(t, ce.Error(), "hunter2", raw)
+	}
 }
 
 func TestBaseURLProblemHidesCredentials(t *testing.T) {

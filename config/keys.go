@@ -39,9 +39,9 @@ var globalFields = []field[Settings]{
 		},
 		check: func(s *Settings) (string, bool) {
 			u := s.Redis.URL.Reveal()
-			return redactURL(u), checkRedisURL(u) == ""
+			return redactSecretURL(u), checkRedisURL(u) == ""
 		},
-		show:   func(raw string) string { return redactURL(strings.TrimSpace(raw)) },
+		show:   func(raw string) string { return redactSecretURL(strings.TrimSpace(raw)) },
 		detail: func(raw string) string { return checkRedisURL(strings.TrimSpace(raw)) },
 	},
 	{
@@ -138,14 +138,23 @@ var sourceFields = []field[Source]{
 const legalRedisURL = "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"
 
 // checkRedisURL returns "" for a URL go-redis accepts, else why not. The
-// reason never holds the URL itself (url.Parse errors do, so they are not
-// passed on).
+// reason never holds any part of the URL: url.Parse errors quote it, and
+// go-redis errors quote the offending part ("invalid URL path: /:pw@h"), so
+// only go-redis's words before the quoted part are kept.
 func checkRedisURL(raw string) string {
-	if _, err := url.Parse(raw); err != nil {
+	u, err := url.Parse(raw)
+	if err != nil {
 		return "not a URL"
 	}
+	if u.Opaque != "" {
+		// go-redis reads "redis:pw@h" as a URL without a host and dials
+		// the default address instead.
+		return "missing // after the scheme"
+	}
 	if _, err := goredis.ParseURL(raw); err != nil {
-		return err.Error()
+		why := strings.TrimPrefix(err.Error(), "redis: ")
+		why, _, _ = strings.Cut(why, ":")
+		return why
 	}
 	return ""
 }
@@ -159,9 +168,34 @@ func validBaseURL(raw string) bool {
 		u.User == nil && u.Fragment == "" && !strings.Contains(raw, "#")
 }
 
+// redactSecretURL shows the value of a key that is a secret as a whole
+// (PGW_REDIS_URL): an absolute URL without its user info and query, and
+// anything else — a mistyped scheme ("redis//:pw@h"), a bare password — not
+// at all.
+func redactSecretURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Opaque != "" || raw != strings.TrimSpace(raw) {
+		if raw == "" {
+			return ""
+		}
+		return Redacted
+	}
+	return redactURL(raw)
+}
+
 // redactURL shows a URL without its user info and query, which may hold
-// credentials; text that does not parse and holds an '@' is hidden whole.
+// credentials; text that does not parse and holds an '@' or '?' is hidden
+// whole, and so is a result that still holds an '@' (user info that did not
+// parse as such, as in "https//u:pw@h").
 func redactURL(raw string) string {
+	s := redactURLParts(raw)
+	if strings.Contains(strings.Replace(s, Redacted+"@", "", 1), "@") {
+		return Redacted
+	}
+	return s
+}
+
+func redactURLParts(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		if strings.ContainsAny(raw, "@?") {
