@@ -96,17 +96,32 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	if err != nil {
 		return err
 	}
-	finished := false
+	// The outcome is recorded whatever happens from here on: a listener
+	// that panics while the admission is observed (the call never ran, its
+	// lease is given back), fn panicking (a failure), or fn returning.
+	stage := stageAdmitted
 	defer func() {
-		if !finished {
+		switch stage {
+		case stageAdmitted:
+			b.record(ctx, d, resCancelled) // the panic continues by itself
+		case stageRunning:
 			b.abandon(ctx, d, recover())
 		}
 	}()
+	b.observe(ctx, d.State)
+	stage = stageRunning
 	err = fn(ctx)
-	finished = true
+	stage = stageFinished
 	b.finish(ctx, d, err)
 	return err
 }
+
+// The stages of an admitted call in Execute, for its deferred recording.
+const (
+	stageAdmitted = iota
+	stageRunning
+	stageFinished
+)
 
 // Do runs fn through cb.Execute and returns its value: the generic form of
 // Execute. On a rejection or gate error it returns the zero T.
@@ -143,6 +158,16 @@ func (b *Breaker) Allow(ctx context.Context) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
+	observed := false
+	defer func() {
+		if !observed {
+			// A listener panicked: no Token reaches the caller, so the
+			// admission is given back here.
+			b.record(ctx, d, resCancelled)
+		}
+	}()
+	b.observe(ctx, d.State)
+	observed = true
 	return &Token{b: b, ctx: ctx, d: d}, nil
 }
 
@@ -169,6 +194,8 @@ func (t *Token) Done(err error) {
 func (t *Token) Probe() bool { return t != nil && t.d.Probe }
 
 // enter asks the gate for a call and turns a rejection into an *OpenError.
+// An admission is not observed here: the caller first arranges for its
+// outcome to be recorded, then observes it (a listener may panic).
 func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 	d, err := b.gate.TryEnter(ctx, b.name)
 	if err != nil {
@@ -180,7 +207,6 @@ func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 		b.observe(ctx, d.State)
 		return d, &OpenError{Name: b.name, State: d.State, RetryAfter: d.RetryAfter}
 	}
-	b.observe(ctx, d.State)
 	return d, nil
 }
 

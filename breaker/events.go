@@ -40,7 +40,10 @@ type StateChange struct {
 //     before it, and the causing call returns without waiting. A slow
 //     listener therefore slows callers; hand heavy work to a goroutine.
 //   - A listener that panics propagates the panic to the call delivering;
-//     changes still queued are delivered by the next change.
+//     changes still queued are delivered by the next change. When that call
+//     was just admitted (Execute or Allow), it does not run: its admission
+//     is recorded as given back (Metrics.Cancelled), so a probe lease it
+//     held is free for the next caller.
 //
 // What is observed: the gate is the truth. After each gate answer the
 // breaker compares the state in it with the last one it saw, and on a

@@ -27,7 +27,10 @@ type Metrics struct {
 	// gate).
 	Excluded uint64
 	// Cancelled counts calls ended by their caller: the caller's context
-	// was done, or the goroutine exited through runtime.Goexit.
+	// was done, the goroutine exited through runtime.Goexit, or a
+	// state-change listener panicked while the call's admission was
+	// observed (the call then never runs and its probe lease, if any, is
+	// given back).
 	Cancelled uint64
 	// Rejections counts calls refused without running (*OpenError).
 	Rejections uint64
