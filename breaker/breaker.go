@@ -273,10 +273,11 @@ func (b *Breaker) abandon(ctx context.Context, d gate.Decision, p any) {
 	panic(p)
 }
 
-// record counts r locally, reports it to the gate and observes the state the
-// gate answers with.
+// record reports r to the gate, counts it locally as the gate took it, and
+// observes the state the gate answers with. A success or failure the gate
+// ignored as stale is counted as Stale only, so the local counts never run
+// ahead of the gate's.
 func (b *Breaker) record(ctx context.Context, d gate.Decision, r result) {
-	b.counters.count(r)
 	if ctx.Err() != nil {
 		// The outcome must reach the gate even though the caller gave up,
 		// or a probe lease would stay taken until it expires.
@@ -284,9 +285,16 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, r result) {
 	}
 	u, err := b.gate.Record(ctx, b.name, d, r.outcome())
 	if err != nil {
+		// The gate could not say; the call is counted as it ended.
+		b.counters.count(r)
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Record failed",
 			slog.String("breaker", b.name), slog.String("outcome", r.outcome().String()), slog.Any("err", err))
 		return
+	}
+	if !u.Applied && r.outcome() != gate.Released {
+		b.counters.stale.Add(1)
+	} else {
+		b.counters.count(r)
 	}
 	b.observe(ctx, u.State)
 }

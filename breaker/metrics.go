@@ -16,7 +16,8 @@ type Metrics struct {
 	// State is the state last observed from the gate.
 	State gate.State
 	// TotalCalls is every call that asked the breaker and is over:
-	// Successes + Failures + Excluded + Cancelled + Rejections + GateErrors.
+	// Successes + Failures + Excluded + Cancelled + Rejections + GateErrors
+	// + Stale.
 	// Calls still running are not in it.
 	TotalCalls uint64
 	// Successes counts calls that returned nil.
@@ -36,6 +37,12 @@ type Metrics struct {
 	Rejections uint64
 	// GateErrors counts calls that could not ask the gate.
 	GateErrors uint64
+	// Stale counts calls whose success or failure the gate ignored: they
+	// were admitted in an earlier generation (before a trip, a close or an
+	// operator's override) or their probe lease had expired, so their
+	// outcome says nothing about the current phase. They are in no other
+	// count and neither extend nor break a run.
+	Stale uint64
 	// ConsecutiveSuccesses and ConsecutiveFailures count the latest run of
 	// successes or failures; excluded and cancelled calls and rejections
 	// neither extend nor break a run.
@@ -57,6 +64,7 @@ type counters struct {
 	cancelled  atomic.Uint64
 	rejections atomic.Uint64
 	gateErrors atomic.Uint64
+	stale      atomic.Uint64
 }
 
 func (c *counters) count(r result) {
@@ -95,10 +103,11 @@ func (b *Breaker) Metrics() Metrics {
 		Cancelled:            c.cancelled.Load(),
 		Rejections:           c.rejections.Load(),
 		GateErrors:           c.gateErrors.Load(),
+		Stale:                c.stale.Load(),
 		ConsecutiveSuccesses: c.consecSucc.Load(),
 		ConsecutiveFailures:  c.consecFail.Load(),
 	}
-	m.TotalCalls = m.Successes + m.Failures + m.Excluded + m.Cancelled + m.Rejections + m.GateErrors
+	m.TotalCalls = m.Successes + m.Failures + m.Excluded + m.Cancelled + m.Rejections + m.GateErrors + m.Stale
 	if t := b.lastChange.Load(); t != nil {
 		m.LastStateChange = *t
 	}
