@@ -24,6 +24,8 @@ type Breaker struct {
 	clock      gate.Clock // nil: time.Now
 	isExcluded func(error) bool
 	excluded   []error
+	successful func(error) bool
+	handle     []error
 	logger     *slog.Logger
 
 	counters counters
@@ -60,6 +62,8 @@ func New(name string, cfg Config) (*Breaker, error) {
 		clock:      cfg.Clock,
 		isExcluded: cfg.IsExcluded,
 		excluded:   slices.Clone(cfg.ExcludedErrors),
+		successful: cfg.IsSuccessful,
+		handle:     slices.Clone(cfg.HandleErrors),
 		logger:     cfg.Logger,
 		listeners:  slices.Clone(cfg.OnStateChange),
 	}
@@ -92,6 +96,13 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	if fn == nil {
 		panic("pgw/breaker: Execute called with a nil function")
 	}
+	return b.execute(ctx, fn, nil)
+}
+
+// execute is Execute with an optional verdict: when failed is set, it
+// decides success or failure in place of IsSuccessful, HandleErrors and the
+// default (caller cancellation, Fatal and exclusions still come first).
+func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, failed func(error) bool) error {
 	d, err := b.enter(ctx)
 	if err != nil {
 		return err
@@ -112,7 +123,7 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	stage = stageRunning
 	err = fn(ctx)
 	stage = stageFinished
-	b.finish(ctx, d, err)
+	b.record(ctx, d, b.classify(ctx, err, failed))
 	return err
 }
 
@@ -122,6 +133,31 @@ const (
 	stageRunning
 	stageFinished
 )
+
+// DoResult is Do with a verdict over the value as well as the error:
+// failed(v, err) reports whether the call failed, in place of
+// Config.IsSuccessful, Config.HandleErrors and the default. A caller's
+// cancellation, a Fatal error and an excluded error are classified first,
+// as for Execute. DoResult returns fn's value and error unchanged whatever
+// the verdict. It is failsafe-go's HandleResult and HandleIf:
+//
+//	resp, err := breaker.DoResult(ctx, cb, send, func(r *http.Response, err error) bool {
+//		return err != nil || r.StatusCode >= 500
+//	})
+//
+// failed must not be nil. Each call allocates.
+func DoResult[T any](ctx context.Context, cb *Breaker, fn func(context.Context) (T, error), failed func(T, error) bool) (T, error) {
+	if fn == nil || failed == nil {
+		panic("pgw/breaker: DoResult called with a nil function or verdict")
+	}
+	var v T
+	err := cb.execute(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	}, func(err error) bool { return failed(v, err) })
+	return v, err
+}
 
 // Do runs fn through cb.Execute and returns its value: the generic form of
 // Execute. On a rejection or gate error it returns the zero T.
@@ -186,7 +222,7 @@ func (t *Token) Done(err error) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
 	}
-	t.b.finish(t.ctx, t.d, err)
+	t.b.record(t.ctx, t.d, t.b.classify(t.ctx, err, nil))
 }
 
 // Probe reports whether the token holds a HalfOpen probe lease: its outcome
@@ -234,31 +270,50 @@ func (r result) outcome() gate.Outcome {
 	return gate.Released
 }
 
-// classify applies the order of the package documentation.
-func (b *Breaker) classify(ctx context.Context, err error) result {
-	if err == nil {
+// classify applies the order of the package documentation. failed, when
+// set, is DoResult's verdict.
+func (b *Breaker) classify(ctx context.Context, err error, failed func(error) bool) result {
+	if err == nil && failed == nil && b.successful == nil {
 		return resSuccess
 	}
-	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-		return resCancelled
-	}
-	if _, ok := errors.AsType[*FatalError](err); ok {
-		return resFatal
-	}
-	if b.isExcluded != nil && b.isExcluded(err) {
-		return resExcluded
-	}
-	for _, e := range b.excluded {
-		if errors.Is(err, e) {
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return resCancelled
+		}
+		if _, ok := errors.AsType[*FatalError](err); ok {
+			return resFatal
+		}
+		if b.isExcluded != nil && b.isExcluded(err) {
 			return resExcluded
 		}
+		for _, e := range b.excluded {
+			if errors.Is(err, e) {
+				return resExcluded
+			}
+		}
+	}
+	switch {
+	case failed != nil:
+		if failed(err) {
+			return resFailure
+		}
+		return resSuccess
+	case b.successful != nil:
+		if b.successful(err) {
+			return resSuccess
+		}
+		return resFailure
+	case err == nil:
+		return resSuccess
+	case len(b.handle) > 0:
+		for _, e := range b.handle {
+			if errors.Is(err, e) {
+				return resFailure
+			}
+		}
+		return resSuccess
 	}
 	return resFailure
-}
-
-// finish classifies and records a call that returned.
-func (b *Breaker) finish(ctx context.Context, d gate.Decision, err error) {
-	b.record(ctx, d, b.classify(ctx, err))
 }
 
 // abandon records a call that did not return: a panic (p != nil) is a

@@ -32,6 +32,17 @@ type Config struct {
 	IsExcluded func(error) bool
 	// ExcludedErrors are excluded too, matched with errors.Is.
 	ExcludedErrors []error
+	// IsSuccessful, when set, decides whether a call that is neither
+	// cancelled by its caller, Fatal nor excluded counted as a success
+	// (true) or a failure (false), nil error included; an error it calls a
+	// success is still returned to the caller. It is gobreaker's
+	// IsSuccessful. Default: a nil error is a success, any other a failure.
+	IsSuccessful func(error) bool
+	// HandleErrors, when non-empty, lists the only errors that are failures
+	// (matched with errors.Is); any other error counts as a success, and is
+	// still returned. It is failsafe-go's HandleErrors. IsSuccessful, when
+	// also set, decides first; HandleErrors is then not consulted.
+	HandleErrors []error
 	// OnStateChange listeners are registered at creation, as by
 	// Breaker.OnStateChange.
 	OnStateChange []func(StateChange)
@@ -69,6 +80,11 @@ func (c Config) validate(name string) error {
 	for i, e := range c.ExcludedErrors {
 		if e == nil {
 			add("ExcludedErrors[%d]=nil (legal: non-nil errors)", i)
+		}
+	}
+	for i, e := range c.HandleErrors {
+		if e == nil {
+			add("HandleErrors[%d]=nil (legal: non-nil errors)", i)
 		}
 	}
 	for i, l := range c.OnStateChange {

@@ -24,7 +24,7 @@
 //
 // The outcome of a call is classified in this order:
 //
-//   - nil: a success.
+//   - nil, with no IsSuccessful and no DoResult verdict: a success.
 //   - the caller's own context is done and the error is that context's error
 //     (errors.Is(err, ctx.Err())): not counted — the caller gave up, the
 //     dependency said nothing. A timeout set inside the function is a
@@ -34,7 +34,12 @@
 //   - an excluded error (Config.IsExcluded or Config.ExcludedErrors, seed 004
 //     §4.3): not counted — a validation error says nothing about the
 //     dependency.
-//   - any other error: a failure.
+//   - otherwise the verdict of DoResult's failed(v, err) when the call came
+//     through DoResult; else of Config.IsSuccessful when set (nil error
+//     included); else a nil error is a success, and an error is a failure
+//     when Config.HandleErrors is empty or lists it (errors.Is), a success
+//     when HandleErrors lists others. An error counted as a success is still
+//     returned to the caller.
 //   - a panic: a failure; the panic then continues with its original value.
 //
 // Calls that are not counted are recorded as gate.Released, so a HalfOpen
