@@ -17,11 +17,17 @@ const (
 	DefaultHalfOpenProbes      = 1
 )
 
+// Disabled switches a rule off where zero already means "the default":
+// ConsecutiveFailures: Disabled leaves tripping to the other rules (a
+// failure-rate window, Fatal outcomes, a wrapper's own predicate).
+const Disabled = -1
+
 // Policy configures a breaker gate. The zero value is valid and means the
 // defaults; WithDefaults shows the effective values.
 type Policy struct {
 	// ConsecutiveFailures trips the breaker after that many failures in a
-	// row while Closed (default 5).
+	// row while Closed (default 5; Disabled switches the rule off, the
+	// consecutive count is still kept and reported by Snapshot).
 	ConsecutiveFailures int
 	// Window, WindowMinCalls and WindowFailureRate add an optional rolling
 	// failure-rate rule: trip when the window holds at least WindowMinCalls
@@ -92,8 +98,8 @@ func (p Policy) Validate() error {
 	add := func(field string, v any, legal string) {
 		bad = append(bad, fmt.Sprintf("%s=%v (legal: %s)", field, v, legal))
 	}
-	if p.ConsecutiveFailures < 0 {
-		add("ConsecutiveFailures", p.ConsecutiveFailures, "≥ 1, or 0 for the default")
+	if p.ConsecutiveFailures < Disabled {
+		add("ConsecutiveFailures", p.ConsecutiveFailures, "≥ 1, 0 for the default, or Disabled (-1) to switch the rule off")
 	}
 	if p.Window < 0 {
 		add("Window", p.Window, "≥ 0 (0 turns the window off)")

@@ -18,8 +18,8 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		fields []string
 	}{
 		{"zero is valid", gate.Policy{}, nil},
-		{"negative counts", gate.Policy{ConsecutiveFailures: -1, SuccessThreshold: -2, HalfOpenProbes: -3},
-			[]string{"ConsecutiveFailures=-1", "SuccessThreshold=-2", "HalfOpenProbes=-3"}},
+		{"negative counts", gate.Policy{ConsecutiveFailures: -2, SuccessThreshold: -2, HalfOpenProbes: -3},
+			[]string{"ConsecutiveFailures=-2", "SuccessThreshold=-2", "HalfOpenProbes=-3"}},
 		{"cooldown below a millisecond", gate.Policy{Cooldown: time.Microsecond}, []string{"Cooldown=1µs"}},
 		{"max cooldown below cooldown", gate.Policy{Cooldown: time.Minute, MaxCooldown: time.Second},
 			[]string{"MaxCooldown=1s"}},

@@ -337,7 +337,7 @@ func (b *Breaker) Snapshot(_ context.Context, source string) (gate.Snapshot, err
 
 // trips reports whether the Closed record r must open after a failure.
 func (b *Breaker) trips(r *record, now time.Time) bool {
-	if r.consecFails >= b.p.ConsecutiveFailures {
+	if b.p.ConsecutiveFailures > 0 && r.consecFails >= b.p.ConsecutiveFailures {
 		return true
 	}
 	if b.width == 0 {

@@ -20,7 +20,7 @@
 --     member = lease token, score = expiry in server µs
 --
 -- ARGV[1..11] is the policy, the same for every script:
---   1 ConsecutiveFailures   2 Cooldown µs        3 MaxCooldown µs
+--   1 ConsecutiveFailures (-1: off)   2 Cooldown µs        3 MaxCooldown µs
 --   4 CooldownMultiplier    5 ProbeTTL µs        6 SuccessThreshold
 --   7 HalfOpenProbes        8 window bucket width ms (0: no window)
 --   9 WindowMinCalls       10 WindowFailureRate 11 key TTL ms
@@ -187,6 +187,12 @@ local function close(r, keys)
   set(r, 'ps', 0)
   window_reset(r)
   redis.call('DEL', keys[2])
+end
+
+-- consecutive_trips is the consecutive-failure rule; a ConsecutiveFailures
+-- of -1 (gate.Disabled) switches it off.
+local function consecutive_trips(r)
+  return P.failures > 0 and r.cf >= P.failures
 end
 
 -- grown is the cooldown after a failed probe: multiplied, capped.

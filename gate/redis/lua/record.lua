@@ -69,7 +69,7 @@ if r.st == CLOSED then
     end
   elseif outcome == FAILURE then
     set(r, 'cf', r.cf + 1)
-    local trips = r.cf >= P.failures
+    local trips = consecutive_trips(r)
     if P.width > 0 then
       window_add(r, now, true)
       if not trips then
