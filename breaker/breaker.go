@@ -27,6 +27,10 @@ type Breaker struct {
 	successful func(error) bool
 	handle     []error
 	logger     *slog.Logger
+	// trip, when set, is ReadyToTrip and FailureThreshold: it decides on
+	// the counts whether a failure while Closed trips the breaker.
+	trip  func(Counts) bool
+	tally *tally
 
 	counters counters
 
@@ -70,6 +74,8 @@ func New(name string, cfg Config) (*Breaker, error) {
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
+	b.tally = newTally(cfg.Interval, cfg.CountWindow, cfg.Clock)
+	b.trip = cfg.tripper()
 	b.seen.Store(uint32(gate.Closed))
 	return b, nil
 }
@@ -107,6 +113,7 @@ func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, f
 	if err != nil {
 		return err
 	}
+	e := b.tally.admit(d)
 	// The outcome is recorded whatever happens from here on: a listener
 	// that panics while the admission is observed (the call never ran, its
 	// lease is given back), fn panicking (a failure), or fn returning.
@@ -114,16 +121,16 @@ func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, f
 	defer func() {
 		switch stage {
 		case stageAdmitted:
-			b.record(ctx, d, resCancelled) // the panic continues by itself
+			b.record(ctx, d, e, resCancelled) // the panic continues by itself
 		case stageRunning:
-			b.abandon(ctx, d, recover())
+			b.abandon(ctx, d, e, recover())
 		}
 	}()
 	b.observe(ctx, d.State)
 	stage = stageRunning
 	err = fn(ctx)
 	stage = stageFinished
-	b.record(ctx, d, b.classify(ctx, err, failed))
+	b.record(ctx, d, e, b.classify(ctx, err, failed))
 	return err
 }
 
@@ -194,25 +201,27 @@ func (b *Breaker) Allow(ctx context.Context) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
+	e := b.tally.admit(d)
 	observed := false
 	defer func() {
 		if !observed {
 			// A listener panicked: no Token reaches the caller, so the
 			// admission is given back here.
-			b.record(ctx, d, resCancelled)
+			b.record(ctx, d, e, resCancelled)
 		}
 	}()
 	b.observe(ctx, d.State)
 	observed = true
-	return &Token{b: b, ctx: ctx, d: d}, nil
+	return &Token{b: b, ctx: ctx, d: d, epoch: e}, nil
 }
 
 // Token is one call admitted by Allow. Its Done is safe for concurrent use.
 type Token struct {
-	b    *Breaker
-	ctx  context.Context
-	d    gate.Decision
-	done atomic.Bool
+	b     *Breaker
+	ctx   context.Context
+	d     gate.Decision
+	epoch uint64
+	done  atomic.Bool
 }
 
 // Done records the outcome of the call, classified as for Execute against
@@ -222,7 +231,7 @@ func (t *Token) Done(err error) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
 	}
-	t.b.record(t.ctx, t.d, t.b.classify(t.ctx, err, nil))
+	t.b.record(t.ctx, t.d, t.epoch, t.b.classify(t.ctx, err, nil))
 }
 
 // Probe reports whether the token holds a HalfOpen probe lease: its outcome
@@ -240,6 +249,7 @@ func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 	}
 	if !d.Allowed {
 		b.counters.rejections.Add(1)
+		b.tally.seen(d.Generation, d.State)
 		b.observe(ctx, d.State)
 		return d, &OpenError{Name: b.name, State: d.State, RetryAfter: d.RetryAfter}
 	}
@@ -319,38 +329,50 @@ func (b *Breaker) classify(ctx context.Context, err error, failed func(error) bo
 // abandon records a call that did not return: a panic (p != nil) is a
 // failure and is re-raised; runtime.Goexit (p == nil, e.g. t.FailNow in a
 // test) gives the lease back like a cancellation.
-func (b *Breaker) abandon(ctx context.Context, d gate.Decision, p any) {
+func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e uint64, p any) {
 	if p == nil {
-		b.record(ctx, d, resCancelled)
+		b.record(ctx, d, e, resCancelled)
 		return
 	}
-	b.record(ctx, d, resFailure)
+	b.record(ctx, d, e, resFailure)
 	panic(p)
 }
 
 // record reports r to the gate, counts it locally as the gate took it, and
 // observes the state the gate answers with. A success or failure the gate
 // ignored as stale is counted as Stale only, so the local counts never run
-// ahead of the gate's.
-func (b *Breaker) record(ctx context.Context, d gate.Decision, r result) {
+// ahead of the gate's. e is the epoch of the counts the call was admitted in.
+func (b *Breaker) record(ctx context.Context, d gate.Decision, e uint64, r result) {
 	if ctx.Err() != nil {
 		// The outcome must reach the gate even though the caller gave up,
 		// or a probe lease would stay taken until it expires.
 		ctx = context.WithoutCancel(ctx)
 	}
-	u, err := b.gate.Record(ctx, b.name, d, r.outcome())
+	o := r.outcome()
+	if o == gate.Failure && b.trip != nil && d.State == gate.Closed && !d.Probe {
+		// The trip predicate sees the counts with this failure in them. A
+		// trip is recorded as Fatal: the gate then opens at once with its
+		// current cooldown.
+		if c, ok := b.tally.prospect(e); ok && b.trip(c) {
+			o = gate.Fatal
+		}
+	}
+	u, err := b.gate.Record(ctx, b.name, d, o)
 	if err != nil {
 		// The gate could not say; the call is counted as it ended.
 		b.counters.count(r)
+		b.tally.count(e, r)
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Record failed",
-			slog.String("breaker", b.name), slog.String("outcome", r.outcome().String()), slog.Any("err", err))
+			slog.String("breaker", b.name), slog.String("outcome", o.String()), slog.Any("err", err))
 		return
 	}
-	if !u.Applied && r.outcome() != gate.Released {
+	if !u.Applied && o != gate.Released {
 		b.counters.stale.Add(1)
 	} else {
 		b.counters.count(r)
+		b.tally.count(e, r)
 	}
+	b.tally.seen(u.Generation, u.State)
 	b.observe(ctx, u.State)
 }
 

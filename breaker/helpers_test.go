@@ -33,6 +33,7 @@ func newTestBreaker(t *testing.T, p gate.Policy, cfg Config) (*Breaker, *contrac
 	// The breaker timestamps changes with the wall clock when Gate is set;
 	// tests want the fake one.
 	b.clock = clk
+	b.tally = newTally(cfg.Interval, cfg.CountWindow, clk)
 	t.Cleanup(func() { l.requireAllRecorded(t) })
 	return b, clk, l
 }

@@ -36,6 +36,13 @@ type Policy struct {
 	Window            time.Duration
 	WindowMinCalls    int
 	WindowFailureRate float64
+	// WindowFailures adds a failure-count rule to the window: trip when it
+	// holds at least WindowMinCalls outcomes and WindowFailures or more of
+	// them failed ("N failures within a period", failsafe-go's
+	// WithFailureThresholdPeriod). It needs Window; with it set,
+	// WindowFailureRate may be 0, which turns the rate rule off. Either rule
+	// trips. 0 turns the count rule off.
+	WindowFailures int
 	// Cooldown is the first Open phase's length (default 60 s).
 	Cooldown time.Duration
 	// MaxCooldown caps the grown cooldown (default 600 s).
@@ -110,8 +117,17 @@ func (p Policy) Validate() error {
 	if p.WindowMinCalls < 0 {
 		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
 	}
-	if p.Window > 0 && (p.WindowFailureRate <= 0 || p.WindowFailureRate > 1) {
-		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set")
+	if p.Window > 0 && p.WindowFailures == 0 && (p.WindowFailureRate <= 0 || p.WindowFailureRate > 1) {
+		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set without WindowFailures")
+	}
+	if p.Window > 0 && p.WindowFailures > 0 && (p.WindowFailureRate < 0 || p.WindowFailureRate > 1) {
+		add("WindowFailureRate", p.WindowFailureRate, "in [0, 1] when WindowFailures is set (0: no rate rule)")
+	}
+	if p.WindowFailures < 0 {
+		add("WindowFailures", p.WindowFailures, "≥ 0 (0 turns the count rule off)")
+	}
+	if p.WindowFailures > 0 && p.Window == 0 {
+		add("WindowFailures", p.WindowFailures, "0 unless Window is set")
 	}
 	if p.Cooldown < time.Millisecond {
 		add("Cooldown", p.Cooldown, "≥ 1ms, or 0 for the default")

@@ -27,6 +27,11 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		{"window without rate", gate.Policy{Window: time.Second}, []string{"WindowFailureRate=0"}},
 		{"window rate above one", gate.Policy{Window: time.Second, WindowFailureRate: 1.5}, []string{"WindowFailureRate=1.5"}},
 		{"window too short", gate.Policy{Window: time.Millisecond, WindowFailureRate: 0.5}, []string{"Window=1ms"}},
+		{"window failures without window", gate.Policy{WindowFailures: 3}, []string{"WindowFailures=3"}},
+		{"negative window failures", gate.Policy{Window: time.Second, WindowFailureRate: 0.5, WindowFailures: -1}, []string{"WindowFailures=-1"}},
+		{"window failures with rate above one", gate.Policy{Window: time.Second, WindowFailures: 2, WindowFailureRate: 2}, []string{"WindowFailureRate=2"}},
+		{"window failures without rate", gate.Policy{Window: time.Second, WindowFailures: 2}, nil},
+		{"consecutive failures disabled", gate.Policy{ConsecutiveFailures: gate.Disabled}, nil},
 		{"negative probe ttl", gate.Policy{ProbeTTL: -time.Second}, []string{"ProbeTTL=-1s"}},
 	}
 	for _, tt := range tests {

@@ -344,7 +344,13 @@ func (b *Breaker) trips(r *record, now time.Time) bool {
 		return false
 	}
 	calls, failed := r.win.counts(now, b.width)
-	return calls >= b.p.WindowMinCalls && float64(failed) >= b.p.WindowFailureRate*float64(calls)
+	if calls < b.p.WindowMinCalls {
+		return false
+	}
+	if b.p.WindowFailures > 0 && failed >= b.p.WindowFailures {
+		return true
+	}
+	return b.p.WindowFailureRate > 0 && float64(failed) >= b.p.WindowFailureRate*float64(calls)
 }
 
 // grown is the cooldown after a failed probe: multiplied, capped.

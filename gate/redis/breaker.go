@@ -25,7 +25,7 @@ type Breaker struct {
 	c      goredis.UniversalClient
 	p      gate.Policy
 	prefix string // "<prefix>:{<scope>:"
-	policy []any  // ARGV[1..11] of every script
+	policy []any  // ARGV[1..NPOLICY] of every script (lua/common.lua)
 }
 
 var _ gate.ProviderGate = (*Breaker)(nil)
@@ -69,7 +69,7 @@ func keyTTL(p gate.Policy) time.Duration {
 	return keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)
 }
 
-// policyArgs renders p as ARGV[1..11] (lua/common.lua). Durations travel in
+// policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua). Durations travel in
 // µs, the resolution of Redis TIME; the window bucket width in ms, as
 // gate.Policy defines the bucket index.
 func policyArgs(p gate.Policy) []any {
@@ -89,6 +89,7 @@ func policyArgs(p gate.Policy) []any {
 		strconv.Itoa(p.WindowMinCalls),
 		strconv.FormatFloat(p.WindowFailureRate, 'g', -1, 64),
 		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
+		strconv.Itoa(p.WindowFailures),
 	}
 }
 

@@ -19,12 +19,13 @@
 --   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
 --     member = lease token, score = expiry in server µs
 --
--- ARGV[1..11] is the policy, the same for every script:
+-- ARGV[1..NPOLICY] is the policy, the same for every script:
 --   1 ConsecutiveFailures (-1: off)   2 Cooldown µs        3 MaxCooldown µs
 --   4 CooldownMultiplier    5 ProbeTTL µs        6 SuccessThreshold
 --   7 HalfOpenProbes        8 window bucket width ms (0: no window)
 --   9 WindowMinCalls       10 WindowFailureRate 11 key TTL ms
--- Script-specific arguments follow from ARGV[12].
+--  12 WindowFailures (0: off)
+-- Script-specific arguments follow from ARGV[NPOLICY + 1].
 --
 -- Time is the server's (TIME), in µs; a lease is alive while now < expiry;
 -- Open moves on at now >= openUntil.
@@ -32,7 +33,7 @@
 local CLOSED, OPEN, HALF_OPEN = 0, 1, 2
 local FORCE_NONE, FORCE_OPEN, FORCE_CLOSED = 0, 1, 2
 local BUCKETS = 10
-local NPOLICY = 11
+local NPOLICY = 12
 
 local P = {
   failures = tonumber(ARGV[1]),
@@ -46,6 +47,7 @@ local P = {
   min_calls = tonumber(ARGV[9]),
   rate = tonumber(ARGV[10]),
   ttl = tonumber(ARGV[11]),
+  window_failures = tonumber(ARGV[12]),
 }
 
 -- int renders a whole number without exponent: tostring(1.7e15) in Lua 5.1
@@ -149,6 +151,20 @@ local function window_counts(r, now)
     end
   end
   return calls, failed
+end
+
+-- window_trips is the window's rules after a failure was added: at least
+-- WindowMinCalls outcomes and either WindowFailures failures or a failure
+-- share of WindowFailureRate (each off at 0).
+local function window_trips(r, now)
+  local calls, failed = window_counts(r, now)
+  if calls < P.min_calls then
+    return false
+  end
+  if P.window_failures > 0 and failed >= P.window_failures then
+    return true
+  end
+  return P.rate > 0 and failed >= P.rate * calls
 end
 
 local function window_reset(r)

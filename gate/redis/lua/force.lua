@@ -1,7 +1,7 @@
 -- force.lua: Forcer.Force(source, f), an operator's override (gate.Forcer).
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..11] policy (see common.lua), then
---   ARGV[12] force: 0 none (reset), 1 open, 2 closed
+-- ARGV[1..NPOLICY] policy (see common.lua), then
+--   ARGV[NPOLICY+1] force: 0 none (reset), 1 open, 2 closed
 -- Reply: the generation the Force started.
 -- Every Force is a transition: a new generation (seq keeps growing, so
 -- decisions granted before it stay fenced), counts, window and leases

@@ -1,6 +1,6 @@
 -- snapshot.lua: Snapshot(source). Reads only; moves nothing.
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..11] policy (see common.lua); nothing else.
+-- ARGV[1..NPOLICY] policy (see common.lua); nothing else.
 -- Reply: {state, generation, consecutive failures, probe successes,
 --         window calls, window failures, probes in flight, cooldown µs,
 --         openUntil µs (0 unless Open with an end), retry_after µs,

@@ -1,6 +1,6 @@
 -- try_enter.lua: TryEnter(source).
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..11] policy (see common.lua); nothing else.
+-- ARGV[1..NPOLICY] policy (see common.lua); nothing else.
 -- Reply: {allowed 0|1, state, retry_after µs, probe 0|1, token, generation,
 --         forced 0 none|1 open|2 closed} — generation and override as they
 --         stand once the decision is made (gate/doc.go "Generations").
