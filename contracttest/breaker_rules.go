@@ -63,5 +63,81 @@ func ruleCases() []breakerCase {
 			u = h.record(h.enter(), gate.Failure)
 			require.Equal(h.t, gate.Open, u.State, "2 failures within the window trip")
 		}},
+		{name: "HalfOpenCallsCapsProbesPerPhase", policy: func(p *gate.Policy) {
+			longLease(p)
+			p.SuccessThreshold = 3
+			p.HalfOpenProbes = 3
+			p.HalfOpenCalls = 3
+		}, run: func(h *breakerHarness) {
+			// gobreaker's MaxRequests 3: three probes in the phase, a
+			// fourth is turned away even after two of them succeeded.
+			d1 := h.toHalfOpen()
+			u := h.record(d1, gate.Success)
+			require.True(h.t, u.Applied)
+			require.Equal(h.t, gate.HalfOpen, u.State)
+			d2 := h.enter()
+			h.probe(d2)
+			u = h.record(d2, gate.Success)
+			require.Equal(h.t, gate.HalfOpen, u.State)
+			d3 := h.enter()
+			h.probe(d3)
+			h.rejectedHalfOpen(h.enter())
+			assert.Equal(h.t, 1, h.snap().ProbesInFlight)
+			// A Released probe gives its place back.
+			u = h.record(d3, gate.Released)
+			require.True(h.t, u.Applied)
+			d4 := h.enter()
+			h.probe(d4)
+			u = h.record(d4, gate.Success)
+			require.Equal(h.t, gate.Closed, u.State, "3 successes close")
+		}},
+		{name: "HalfOpenCallsToleratesFailuresWhileSuccessThresholdIsReachable", policy: func(p *gate.Policy) {
+			longLease(p)
+			p.SuccessThreshold = 2
+			p.HalfOpenProbes = 1
+			p.HalfOpenCalls = 4
+		}, run: func(h *breakerHarness) {
+			// failsafe-go's WithSuccessThresholdRatio(2, 4): F S F keeps the
+			// phase, the third failure makes 2 successes unreachable.
+			d := h.toHalfOpen()
+			u := h.record(d, gate.Failure)
+			require.True(h.t, u.Applied)
+			require.Equal(h.t, gate.HalfOpen, u.State, "1 of 2 tolerated failures")
+			d = h.enter()
+			h.probe(d)
+			require.Equal(h.t, gate.HalfOpen, h.record(d, gate.Success).State)
+			d = h.enter()
+			h.probe(d)
+			require.Equal(h.t, gate.HalfOpen, h.record(d, gate.Failure).State, "2 of 2 tolerated failures")
+			s := h.snap()
+			assert.Equal(h.t, 1, s.ProbeSuccesses)
+			assert.Equal(h.t, 2, s.ProbeFailures)
+			d = h.enter()
+			h.probe(d)
+			u = h.record(d, gate.Failure)
+			require.Equal(h.t, gate.Open, u.State, "2 successes are out of reach")
+			h.opened(2*h.p.Cooldown, u.RetryAfter, "re-open after the phase: the cooldown grew")
+			assert.Equal(h.t, 0, h.snap().ProbeFailures, "the phase's counts are gone")
+		}},
+		{name: "HalfOpenCallsClosesAtSuccessThreshold", policy: func(p *gate.Policy) {
+			longLease(p)
+			p.SuccessThreshold = 2
+			p.HalfOpenProbes = 2
+			p.HalfOpenCalls = 3
+		}, run: func(h *breakerHarness) {
+			d1 := h.toHalfOpen()
+			d2 := h.enter()
+			h.probe(d2)
+			require.Equal(h.t, gate.HalfOpen, h.record(d1, gate.Failure).State)
+			require.Equal(h.t, gate.HalfOpen, h.record(d2, gate.Success).State)
+			d3 := h.enter()
+			h.probe(d3)
+			h.rejectedHalfOpen(h.enter())
+			u := h.record(d3, gate.Success)
+			require.Equal(h.t, gate.Closed, u.State)
+			s := h.snap()
+			assert.Equal(h.t, 0, s.ProbeFailures)
+			assert.Equal(h.t, 0, s.ProbeSuccesses)
+		}},
 	}
 }

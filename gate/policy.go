@@ -59,6 +59,18 @@ type Policy struct {
 	SuccessThreshold int
 	// HalfOpenProbes is the number of concurrent probe leases (default 1).
 	HalfOpenProbes int
+	// HalfOpenCalls, when set, is the number of probe outcomes a HalfOpen
+	// phase may collect: it caps the probes granted per phase (leases in
+	// flight plus outcomes so far, Released ones and expired leases
+	// excluded) and tolerates failures. The phase closes at
+	// SuccessThreshold successes and re-opens only when that can no longer
+	// be reached, i.e. after more than HalfOpenCalls − SuccessThreshold
+	// failures. It is failsafe-go's WithSuccessThresholdRatio(SuccessThreshold,
+	// HalfOpenCalls) and, with SuccessThreshold = HalfOpenProbes =
+	// HalfOpenCalls = n, gobreaker's MaxRequests n. 0 keeps the default
+	// phase: no cap but HalfOpenProbes in flight, and the first probe
+	// failure re-opens. It must be ≥ SuccessThreshold.
+	HalfOpenCalls int
 }
 
 // DefaultProbeTTL is the probe lease length the spec derives from the slowest
@@ -146,6 +158,12 @@ func (p Policy) Validate() error {
 	}
 	if p.HalfOpenProbes < 0 {
 		add("HalfOpenProbes", p.HalfOpenProbes, "≥ 1, or 0 for the default")
+	}
+	if p.HalfOpenCalls < 0 {
+		add("HalfOpenCalls", p.HalfOpenCalls, "≥ 0 (0 for no per-phase cap)")
+	}
+	if p.HalfOpenCalls > 0 && p.HalfOpenCalls < p.SuccessThreshold {
+		add("HalfOpenCalls", p.HalfOpenCalls, fmt.Sprintf("≥ SuccessThreshold (%d) when set", p.SuccessThreshold))
 	}
 	if len(bad) == 0 {
 		return nil

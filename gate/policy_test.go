@@ -32,6 +32,8 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		{"window failures with rate above one", gate.Policy{Window: time.Second, WindowFailures: 2, WindowFailureRate: 2}, []string{"WindowFailureRate=2"}},
 		{"window failures without rate", gate.Policy{Window: time.Second, WindowFailures: 2}, nil},
 		{"consecutive failures disabled", gate.Policy{ConsecutiveFailures: gate.Disabled}, nil},
+		{"half-open calls below success threshold", gate.Policy{SuccessThreshold: 3, HalfOpenCalls: 2}, []string{"HalfOpenCalls=2"}},
+		{"negative half-open calls", gate.Policy{HalfOpenCalls: -1}, []string{"HalfOpenCalls=-1"}},
 		{"negative probe ttl", gate.Policy{ProbeTTL: -time.Second}, []string{"ProbeTTL=-1s"}},
 	}
 	for _, tt := range tests {

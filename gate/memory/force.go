@@ -26,6 +26,7 @@ func (b *Breaker) Force(_ context.Context, source string, f gate.Force) error {
 	r.forced = f
 	r.consecFails = 0
 	r.probeOK = 0
+	r.probeFail = 0
 	r.win.reset()
 	r.leases = r.leases[:0]
 	// A forced Open has no end: a zero openUntil makes remaining() 0.

@@ -90,6 +90,7 @@ func policyArgs(p gate.Policy) []any {
 		strconv.FormatFloat(p.WindowFailureRate, 'g', -1, 64),
 		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
 		strconv.Itoa(p.WindowFailures),
+		strconv.Itoa(p.HalfOpenCalls),
 	}
 }
 
@@ -174,8 +175,8 @@ func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, e
 	if err != nil {
 		return gate.Snapshot{}, wrapErr(ctx, "Snapshot", source, err)
 	}
-	if len(v) != 11 {
-		return gate.Snapshot{}, replyError("Snapshot", source, v, 11)
+	if len(v) != 12 {
+		return gate.Snapshot{}, replyError("Snapshot", source, v, 12)
 	}
 	st, err := state("Snapshot", source, v[0])
 	if err != nil {
@@ -192,6 +193,7 @@ func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, e
 		Cooldown:            micros(v[7]),
 		RetryAfter:          micros(v[9]),
 		Forced:              gate.Force(v[10]),
+		ProbeFailures:       int(v[11]),
 	}
 	if st == gate.Open && v[8] > 0 { // a forced Open has no end
 		s.OpenUntil = time.UnixMicro(v[8])

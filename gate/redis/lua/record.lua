@@ -90,6 +90,9 @@ if outcome == SUCCESS then
   if r.ps >= P.successes then
     close(r, KEYS)
   end
+elseif outcome == FAILURE and tolerates_probe_failure(r) then
+  redis.call('ZREM', KEYS[2], token)
+  set(r, 'pf', r.pf + 1)
 elseif outcome == FAILURE then
   open(r, KEYS, now, grown(r.cd))
 else -- Released
