@@ -86,9 +86,33 @@ func (b *Breaker) Name() string { return b.name }
 // Gate returns the gate the breaker runs on, e.g. to read its Snapshot.
 func (b *Breaker) Gate() gate.ProviderGate { return b.gate }
 
-// State returns the state last observed from the gate. It does no I/O; with a
-// gate shared by other processes it may lag until this breaker's next call.
-func (b *Breaker) State() gate.State { return gate.State(b.seen.Load()) }
+// State returns the state the breaker's next call would meet, read from
+// the gate now:
+//
+//   - the gate's state, an operator's hold (Open, Force) included, and
+//     whatever other processes sharing the gate did;
+//   - HalfOpen for an Open record whose cooldown has passed (Snapshot
+//     reports an OpenUntil and a RetryAfter of 0; a hold has no OpenUntil):
+//     the next call would be granted a probe. The gate
+//     itself moves at that call, so no StateChange is delivered before it.
+//
+// A state the gate reached that this breaker had not seen yet (a force, a
+// change by another process) is observed, so listeners hear of it. State
+// reads the gate's Snapshot with context.Background: a short lock on the
+// memory gate, one round trip on Redis. When the gate cannot be read it
+// returns the state last observed (Metrics.State, which never does I/O).
+func (b *Breaker) State() gate.State {
+	ctx := context.Background()
+	snap, err := b.gate.Snapshot(ctx, b.name)
+	if err != nil {
+		return gate.State(b.seen.Load())
+	}
+	b.observe(ctx, snap.State)
+	if snap.State == gate.Open && !snap.OpenUntil.IsZero() && snap.RetryAfter == 0 {
+		return gate.HalfOpen
+	}
+	return snap.State
+}
 
 // Execute runs fn if the breaker admits a call, and records its outcome
 // (see the package documentation for what counts). It returns fn's error

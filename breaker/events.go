@@ -81,6 +81,7 @@ func (b *Breaker) reconcile(ctx context.Context) {
 			slog.String("breaker", b.name), slog.Any("err", err))
 		return
 	}
+	b.tally.seen(snap.Generation, snap.State)
 	at := b.now()
 	b.evMu.Lock()
 	from := gate.State(b.seen.Load())

@@ -155,3 +155,8 @@ func trip(t *testing.T, b *Breaker, n int) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Force passes an override to the wrapped gate.
+func (l *ledger) Force(ctx context.Context, source string, f gate.Force) error {
+	return l.ProviderGate.(gate.Forcer).Force(ctx, source, f)
+}

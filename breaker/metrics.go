@@ -13,7 +13,8 @@ import (
 type Metrics struct {
 	// Name is the breaker's name.
 	Name string
-	// State is the state last observed from the gate.
+	// State is the state last observed from the gate (Breaker.State reads
+	// the gate now).
 	State gate.State
 	// TotalCalls is every call that asked the breaker and is over:
 	// Successes + Failures + Excluded + Cancelled + Rejections + GateErrors
@@ -96,7 +97,7 @@ func (b *Breaker) Metrics() Metrics {
 	c := &b.counters
 	m := Metrics{
 		Name:                 b.name,
-		State:                b.State(),
+		State:                gate.State(b.seen.Load()),
 		Successes:            c.successes.Load(),
 		Failures:             c.failures.Load(),
 		Excluded:             c.excluded.Load(),
