@@ -67,6 +67,7 @@ type tally struct {
 	interval time.Duration
 	clock    gate.Clock // nil: time.Now
 	c        Counts
+	prev     Counts // the counts of the generation before this one
 	ring     []bool // last outcomes while Closed (true: failure), when CountWindow is set
 	pos, n   int
 }
@@ -105,6 +106,7 @@ func (t *tally) restart() {
 func (t *tally) advance(gen uint64, st gate.State) {
 	if gen > t.gen {
 		t.gen, t.state = gen, st
+		t.prev = t.c
 		t.restart()
 		return
 	}
@@ -203,6 +205,13 @@ func (t *tally) snapshot() Counts {
 	defer t.mu.Unlock()
 	t.advance(t.gen, t.state)
 	return t.c
+}
+
+// ended returns the counts of the generation before the current one.
+func (t *tally) ended() Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.prev
 }
 
 // reset starts the counts again.

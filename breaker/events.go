@@ -24,6 +24,15 @@ type StateChange struct {
 	// Gate is the gate's record at the change: cooldown, OpenUntil,
 	// RetryAfter, generation.
 	Gate gate.Snapshot
+	// Counts are the counts of the phase that just ended: the calls that
+	// led to the change (failsafe-go's event metrics). The breaker's Counts
+	// start again at the change.
+	Counts Counts
+	// Context is the context of the call that observed the change (the one
+	// whose answer from the gate showed it), without its cancellation when
+	// the caller had given up. It is context.Background for a change seen
+	// by State, Open, Close or HalfOpen.
+	Context context.Context
 }
 
 // OnStateChange registers fn to be called on every state change the breaker
@@ -62,6 +71,29 @@ func (b *Breaker) OnStateChange(fn func(StateChange)) {
 	copy(ls, b.listeners)
 	b.listeners = append(ls, fn)
 	b.evMu.Unlock()
+}
+
+// OnOpen registers fn for the changes to Open only (failsafe-go's OnOpen),
+// as OnStateChange does.
+func (b *Breaker) OnOpen(fn func(StateChange)) { b.onState(gate.Open, fn) }
+
+// OnClose registers fn for the changes to Closed only (failsafe-go's
+// OnClose), as OnStateChange does.
+func (b *Breaker) OnClose(fn func(StateChange)) { b.onState(gate.Closed, fn) }
+
+// OnHalfOpen registers fn for the changes to HalfOpen only (failsafe-go's
+// OnHalfOpen), as OnStateChange does.
+func (b *Breaker) OnHalfOpen(fn func(StateChange)) { b.onState(gate.HalfOpen, fn) }
+
+func (b *Breaker) onState(to gate.State, fn func(StateChange)) {
+	if fn == nil {
+		panic("pgw/breaker: OnOpen, OnClose or OnHalfOpen called with a nil function")
+	}
+	b.OnStateChange(func(ev StateChange) {
+		if ev.To == to {
+			fn(ev)
+		}
+	})
 }
 
 // observe is on every call's path: a state equal to the last one seen costs
@@ -104,6 +136,8 @@ func (b *Breaker) reconcile(ctx context.Context) {
 		At:      at,
 		Metrics: b.Metrics(),
 		Gate:    snap,
+		Counts:  b.tally.ended(),
+		Context: ctx,
 	})
 	if b.draining {
 		b.evMu.Unlock()
