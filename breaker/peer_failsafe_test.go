@@ -23,7 +23,7 @@ import (
 // its Done; IsOpen, IsClosed and IsHalfOpen read State; RemainingDelay is
 // the gate Snapshot's RetryAfter.
 
-var fsErr = errors.New("invalid argument")
+var errFsInvalid = errors.New("invalid argument")
 
 // fsSettings are the failsafe-go builder settings the tests use; zero
 // fields are failsafe-go's defaults (failure threshold 1 of 1, no success
@@ -116,7 +116,7 @@ func fsRecord(b *Breaker, err error) {
 }
 
 func fsRecordSuccess(b *Breaker) { fsRecord(b, nil) }
-func fsRecordFailure(b *Breaker) { fsRecord(b, fsErr) }
+func fsRecordFailure(b *Breaker) { fsRecord(b, errFsInvalid) }
 func fsIsOpen(b *Breaker) bool   { return b.State() == gate.Open }
 func fsIsClosed(b *Breaker) bool { return b.State() == gate.Closed }
 func fsIsHalfOpen(b *Breaker) bool {
@@ -411,7 +411,7 @@ func TestFailsafe_CircuitBreaker_ShouldRejectInitialExecutionWhenCircuitOpen(t *
 	b, _ := newFailsafe(t, fsSettings{})
 	require.NoError(t, b.Open())
 	ran := 0
-	err := b.Execute(t.Context(), func(context.Context) error { ran++; return fsErr })
+	err := b.Execute(t.Context(), func(context.Context) error { ran++; return errFsInvalid })
 	assert.ErrorIs(t, err, ErrOpen)
 	assert.Zero(t, ran)
 	assert.True(t, fsIsOpen(b))
@@ -440,8 +440,8 @@ func TestFailsafe_CircuitBreaker_ShouldRejectExcessiveAttemptsWhenBreakerHalfOpe
 // says nothing about a breaker.
 func TestFailsafe_CircuitBreaker_WithoutConditions(t *testing.T) {
 	b, _ := newFailsafe(t, fsSettings{delayZero: true})
-	err := b.Execute(t.Context(), func(context.Context) error { return fsErr })
-	assert.ErrorIs(t, err, fsErr)
+	err := b.Execute(t.Context(), func(context.Context) error { return errFsInvalid })
+	assert.ErrorIs(t, err, errFsInvalid)
 	assert.True(t, fsIsOpen(b))
 }
 
@@ -474,7 +474,7 @@ func TestFailsafe_CircuitBreaker_WithRejectedRetries(t *testing.T) {
 			retries++
 		}
 		executions++
-		err = b.Execute(t.Context(), func(context.Context) error { return fsErr })
+		err = b.Execute(t.Context(), func(context.Context) error { return errFsInvalid })
 	}
 	assert.ErrorIs(t, err, ErrOpen)
 	assert.Equal(t, 7, executions)
@@ -575,7 +575,7 @@ func TestFailsafe_CircuitBreaker_SupportCallOnOpenListener_WithContext(t *testin
 		called = true
 		assert.Equal(t, ctx, ev.Context)
 	}})
-	_, _ = Do(ctx, b, func(context.Context) (any, error) { return nil, fsErr })
+	_, _ = Do(ctx, b, func(context.Context) (any, error) { return nil, errFsInvalid })
 	assert.True(t, called)
 }
 

@@ -24,8 +24,8 @@ import (
 // expectations except where a comment names a documented difference.
 
 var (
-	gbErrFailed   = errors.New("failed")
-	gbErrExcluded = errors.New("excluded")
+	errGbFailed   = errors.New("failed")
+	errGbExcluded = errors.New("excluded")
 )
 
 type gbStateChange struct {
@@ -100,7 +100,7 @@ func gbCustomSettings(change *gbStateChange) gbSettings {
 			valid := c.Requests - c.TotalExclusions
 			return valid >= 3 && float64(c.TotalFailures)/float64(valid) >= 0.6
 		},
-		isExcluded: func(err error) bool { return errors.Is(err, gbErrExcluded) },
+		isExcluded: func(err error) bool { return errors.Is(err, errGbExcluded) },
 		change:     change,
 	}
 }
@@ -111,16 +111,16 @@ func gbSucceed(b *Breaker) error {
 }
 
 func gbFail(b *Breaker) error {
-	_, err := Do(context.Background(), b, func(context.Context) (bool, error) { return false, gbErrFailed })
-	if errors.Is(err, gbErrFailed) {
+	_, err := Do(context.Background(), b, func(context.Context) (bool, error) { return false, errGbFailed })
+	if errors.Is(err, errGbFailed) {
 		return nil
 	}
 	return err
 }
 
 func gbExclude(b *Breaker) error {
-	_, err := Do(context.Background(), b, func(context.Context) (bool, error) { return false, gbErrExcluded })
-	if errors.Is(err, gbErrExcluded) {
+	_, err := Do(context.Background(), b, func(context.Context) (bool, error) { return false, errGbExcluded })
+	if errors.Is(err, errGbExcluded) {
 		return nil
 	}
 	return err
@@ -473,7 +473,7 @@ func TestGobreaker_CircuitBreakerInParallel(t *testing.T) {
 func TestGobreaker_IsExcludedAndIsSuccessfulCombination(t *testing.T) {
 	cb, _ := newGobreaker(t, "default", gbSettings{
 		timeout:      60 * time.Second,
-		isExcluded:   func(err error) bool { return errors.Is(err, gbErrExcluded) },
+		isExcluded:   func(err error) bool { return errors.Is(err, errGbExcluded) },
 		isSuccessful: func(err error) bool { return err == nil },
 	})
 	for range 3 {

@@ -117,7 +117,9 @@ func ruleCases() []breakerCase {
 			u = h.record(d, gate.Failure)
 			require.Equal(h.t, gate.Open, u.State, "2 successes are out of reach")
 			h.opened(2*h.p.Cooldown, u.RetryAfter, "re-open after the phase: the cooldown grew")
-			assert.Equal(h.t, 0, h.snap().ProbeFailures, "the phase's counts are gone")
+			s = h.snap()
+			assert.Equal(h.t, 0, s.ProbeFailures, "the phase's counts are gone")
+			h.within(h.t, exactly(2*h.p.Cooldown), s.Cooldown, "Snapshot: the grown cooldown")
 		}},
 		{name: "HalfOpenCallsClosesAtSuccessThreshold", policy: func(p *gate.Policy) {
 			longLease(p)
