@@ -24,7 +24,13 @@ type Breaker struct {
 	clock      gate.Clock // nil: time.Now
 	isExcluded func(error) bool
 	excluded   []error
+	successful func(error) bool
+	handle     []error
 	logger     *slog.Logger
+	// trip, when set, is ReadyToTrip and FailureThreshold: it decides on
+	// the counts whether a failure while Closed trips the breaker.
+	trip  func(Counts) bool
+	tally *tally
 
 	counters counters
 
@@ -60,12 +66,16 @@ func New(name string, cfg Config) (*Breaker, error) {
 		clock:      cfg.Clock,
 		isExcluded: cfg.IsExcluded,
 		excluded:   slices.Clone(cfg.ExcludedErrors),
+		successful: cfg.IsSuccessful,
+		handle:     slices.Clone(cfg.HandleErrors),
 		logger:     cfg.Logger,
 		listeners:  slices.Clone(cfg.OnStateChange),
 	}
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
+	b.tally = newTally(cfg.Interval, cfg.CountWindow, cfg.Clock)
+	b.trip = cfg.tripper()
 	b.seen.Store(uint32(gate.Closed))
 	return b, nil
 }
@@ -76,9 +86,33 @@ func (b *Breaker) Name() string { return b.name }
 // Gate returns the gate the breaker runs on, e.g. to read its Snapshot.
 func (b *Breaker) Gate() gate.ProviderGate { return b.gate }
 
-// State returns the state last observed from the gate. It does no I/O; with a
-// gate shared by other processes it may lag until this breaker's next call.
-func (b *Breaker) State() gate.State { return gate.State(b.seen.Load()) }
+// State returns the state the breaker's next call would meet, read from
+// the gate now:
+//
+//   - the gate's state, an operator's hold (Open, Force) included, and
+//     whatever other processes sharing the gate did;
+//   - HalfOpen for an Open record whose cooldown has passed (Snapshot
+//     reports an OpenUntil and a RetryAfter of 0; a hold has no OpenUntil):
+//     the next call would be granted a probe. The gate
+//     itself moves at that call, so no StateChange is delivered before it.
+//
+// A state the gate reached that this breaker had not seen yet (a force, a
+// change by another process) is observed, so listeners hear of it. State
+// reads the gate's Snapshot with context.Background: a short lock on the
+// memory gate, one round trip on Redis. When the gate cannot be read it
+// returns the state last observed (Metrics.State, which never does I/O).
+func (b *Breaker) State() gate.State {
+	ctx := context.Background()
+	snap, err := b.gate.Snapshot(ctx, b.name)
+	if err != nil {
+		return gate.State(b.seen.Load())
+	}
+	b.observe(ctx, snap.State)
+	if snap.State == gate.Open && !snap.OpenUntil.IsZero() && snap.RetryAfter == 0 {
+		return gate.HalfOpen
+	}
+	return snap.State
+}
 
 // Execute runs fn if the breaker admits a call, and records its outcome
 // (see the package documentation for what counts). It returns fn's error
@@ -92,20 +126,68 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	if fn == nil {
 		panic("pgw/breaker: Execute called with a nil function")
 	}
+	return b.execute(ctx, fn, nil)
+}
+
+// execute is Execute with an optional verdict: when failed is set, it
+// decides success or failure in place of IsSuccessful, HandleErrors and the
+// default (caller cancellation, Fatal and exclusions still come first).
+func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, failed func(error) bool) error {
 	d, err := b.enter(ctx)
 	if err != nil {
 		return err
 	}
-	finished := false
+	e := b.tally.admit(d)
+	// The outcome is recorded whatever happens from here on: a listener
+	// that panics while the admission is observed (the call never ran, its
+	// lease is given back), fn panicking (a failure), or fn returning.
+	stage := stageAdmitted
 	defer func() {
-		if !finished {
-			b.abandon(ctx, d, recover())
+		switch stage {
+		case stageAdmitted:
+			b.record(ctx, d, e, resCancelled) // the panic continues by itself
+		case stageRunning:
+			b.abandon(ctx, d, e, recover())
 		}
 	}()
+	b.observe(ctx, d.State)
+	stage = stageRunning
 	err = fn(ctx)
-	finished = true
-	b.finish(ctx, d, err)
+	stage = stageFinished
+	b.record(ctx, d, e, b.classify(ctx, err, failed))
 	return err
+}
+
+// The stages of an admitted call in Execute, for its deferred recording.
+const (
+	stageAdmitted = iota
+	stageRunning
+	stageFinished
+)
+
+// DoResult is Do with a verdict over the value as well as the error:
+// failed(v, err) reports whether the call failed, in place of
+// Config.IsSuccessful, Config.HandleErrors and the default. A caller's
+// cancellation, a Fatal error and an excluded error are classified first,
+// as for Execute. DoResult returns fn's value and error unchanged whatever
+// the verdict. It is failsafe-go's HandleResult and HandleIf:
+//
+//	resp, err := breaker.DoResult(ctx, cb, send, func(r *http.Response, err error) bool {
+//		return err != nil || r.StatusCode >= 500
+//	})
+//
+// failed must not be nil. Each call allocates.
+func DoResult[T any](ctx context.Context, cb *Breaker, fn func(context.Context) (T, error), failed func(T, error) bool) (T, error) {
+	if fn == nil || failed == nil {
+		panic("pgw/breaker: DoResult called with a nil function or verdict")
+	}
+	var v T
+	err := cb.execute(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	}, func(err error) bool { return failed(v, err) })
+	return v, err
 }
 
 // Do runs fn through cb.Execute and returns its value: the generic form of
@@ -143,15 +225,27 @@ func (b *Breaker) Allow(ctx context.Context) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Token{b: b, ctx: ctx, d: d}, nil
+	e := b.tally.admit(d)
+	observed := false
+	defer func() {
+		if !observed {
+			// A listener panicked: no Token reaches the caller, so the
+			// admission is given back here.
+			b.record(ctx, d, e, resCancelled)
+		}
+	}()
+	b.observe(ctx, d.State)
+	observed = true
+	return &Token{b: b, ctx: ctx, d: d, epoch: e}, nil
 }
 
 // Token is one call admitted by Allow. Its Done is safe for concurrent use.
 type Token struct {
-	b    *Breaker
-	ctx  context.Context
-	d    gate.Decision
-	done atomic.Bool
+	b     *Breaker
+	ctx   context.Context
+	d     gate.Decision
+	epoch uint64
+	done  atomic.Bool
 }
 
 // Done records the outcome of the call, classified as for Execute against
@@ -161,7 +255,7 @@ func (t *Token) Done(err error) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
 	}
-	t.b.finish(t.ctx, t.d, err)
+	t.b.record(t.ctx, t.d, t.epoch, t.b.classify(t.ctx, err, nil))
 }
 
 // Probe reports whether the token holds a HalfOpen probe lease: its outcome
@@ -169,6 +263,8 @@ func (t *Token) Done(err error) {
 func (t *Token) Probe() bool { return t != nil && t.d.Probe }
 
 // enter asks the gate for a call and turns a rejection into an *OpenError.
+// An admission is not observed here: the caller first arranges for its
+// outcome to be recorded, then observes it (a listener may panic).
 func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 	d, err := b.gate.TryEnter(ctx, b.name)
 	if err != nil {
@@ -177,10 +273,10 @@ func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 	}
 	if !d.Allowed {
 		b.counters.rejections.Add(1)
+		b.tally.seen(d.Generation, d.State)
 		b.observe(ctx, d.State)
 		return d, &OpenError{Name: b.name, State: d.State, RetryAfter: d.RetryAfter}
 	}
-	b.observe(ctx, d.State)
 	return d, nil
 }
 
@@ -208,60 +304,99 @@ func (r result) outcome() gate.Outcome {
 	return gate.Released
 }
 
-// classify applies the order of the package documentation.
-func (b *Breaker) classify(ctx context.Context, err error) result {
-	if err == nil {
+// classify applies the order of the package documentation. failed, when
+// set, is DoResult's verdict.
+func (b *Breaker) classify(ctx context.Context, err error, failed func(error) bool) result {
+	if err == nil && failed == nil && b.successful == nil {
 		return resSuccess
 	}
-	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-		return resCancelled
-	}
-	if _, ok := errors.AsType[*FatalError](err); ok {
-		return resFatal
-	}
-	if b.isExcluded != nil && b.isExcluded(err) {
-		return resExcluded
-	}
-	for _, e := range b.excluded {
-		if errors.Is(err, e) {
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return resCancelled
+		}
+		if _, ok := errors.AsType[*FatalError](err); ok {
+			return resFatal
+		}
+		if b.isExcluded != nil && b.isExcluded(err) {
 			return resExcluded
 		}
+		for _, e := range b.excluded {
+			if errors.Is(err, e) {
+				return resExcluded
+			}
+		}
+	}
+	switch {
+	case failed != nil:
+		if failed(err) {
+			return resFailure
+		}
+		return resSuccess
+	case b.successful != nil:
+		if b.successful(err) {
+			return resSuccess
+		}
+		return resFailure
+	case err == nil:
+		return resSuccess
+	case len(b.handle) > 0:
+		for _, e := range b.handle {
+			if errors.Is(err, e) {
+				return resFailure
+			}
+		}
+		return resSuccess
 	}
 	return resFailure
-}
-
-// finish classifies and records a call that returned.
-func (b *Breaker) finish(ctx context.Context, d gate.Decision, err error) {
-	b.record(ctx, d, b.classify(ctx, err))
 }
 
 // abandon records a call that did not return: a panic (p != nil) is a
 // failure and is re-raised; runtime.Goexit (p == nil, e.g. t.FailNow in a
 // test) gives the lease back like a cancellation.
-func (b *Breaker) abandon(ctx context.Context, d gate.Decision, p any) {
+func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e uint64, p any) {
 	if p == nil {
-		b.record(ctx, d, resCancelled)
+		b.record(ctx, d, e, resCancelled)
 		return
 	}
-	b.record(ctx, d, resFailure)
+	b.record(ctx, d, e, resFailure)
 	panic(p)
 }
 
-// record counts r locally, reports it to the gate and observes the state the
-// gate answers with.
-func (b *Breaker) record(ctx context.Context, d gate.Decision, r result) {
-	b.counters.count(r)
+// record reports r to the gate, counts it locally as the gate took it, and
+// observes the state the gate answers with. A success or failure the gate
+// ignored as stale is counted as Stale only, so the local counts never run
+// ahead of the gate's. e is the epoch of the counts the call was admitted in.
+func (b *Breaker) record(ctx context.Context, d gate.Decision, e uint64, r result) {
 	if ctx.Err() != nil {
 		// The outcome must reach the gate even though the caller gave up,
 		// or a probe lease would stay taken until it expires.
 		ctx = context.WithoutCancel(ctx)
 	}
-	u, err := b.gate.Record(ctx, b.name, d, r.outcome())
+	o := r.outcome()
+	if o == gate.Failure && b.trip != nil && d.State == gate.Closed && !d.Probe {
+		// The trip predicate sees the counts with this failure in them. A
+		// trip is recorded as Fatal: the gate then opens at once with its
+		// current cooldown.
+		if c, ok := b.tally.prospect(e); ok && b.trip(c) {
+			o = gate.Fatal
+		}
+	}
+	u, err := b.gate.Record(ctx, b.name, d, o)
 	if err != nil {
+		// The gate could not say; the call is counted as it ended.
+		b.counters.count(r)
+		b.tally.count(e, r)
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Record failed",
-			slog.String("breaker", b.name), slog.String("outcome", r.outcome().String()), slog.Any("err", err))
+			slog.String("breaker", b.name), slog.String("outcome", o.String()), slog.Any("err", err))
 		return
 	}
+	if !u.Applied && o != gate.Released {
+		b.counters.stale.Add(1)
+	} else {
+		b.counters.count(r)
+		b.tally.count(e, r)
+	}
+	b.tally.seen(u.Generation, u.State)
 	b.observe(ctx, u.State)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
@@ -32,6 +33,42 @@ type Config struct {
 	IsExcluded func(error) bool
 	// ExcludedErrors are excluded too, matched with errors.Is.
 	ExcludedErrors []error
+	// IsSuccessful, when set, decides whether a call that is neither
+	// cancelled by its caller, Fatal nor excluded counted as a success
+	// (true) or a failure (false), nil error included; an error it calls a
+	// success is still returned to the caller. It is gobreaker's
+	// IsSuccessful. Default: a nil error is a success, any other a failure.
+	IsSuccessful func(error) bool
+	// HandleErrors, when non-empty, lists the only errors that are failures
+	// (matched with errors.Is); any other error counts as a success, and is
+	// still returned. It is failsafe-go's HandleErrors. IsSuccessful, when
+	// also set, decides first; HandleErrors is then not consulted.
+	HandleErrors []error
+	// ReadyToTrip, when set, decides after each failure while Closed whether
+	// the breaker trips, given the Counts with that failure in them: it is
+	// gobreaker's ReadyToTrip. A Go function cannot run inside a shared
+	// gate, so the breaker evaluates it and trips the gate by recording the
+	// failure as Fatal (the gate opens at once with its current cooldown).
+	// With a gate shared by several processes it sees this process's counts
+	// only. When ReadyToTrip or FailureThreshold is set and Policy leaves
+	// ConsecutiveFailures at 0, the default memory gate switches its
+	// consecutive rule off (gate.Disabled), as gobreaker's ReadyToTrip
+	// replaces its default; set ConsecutiveFailures to keep both.
+	ReadyToTrip func(Counts) bool
+	// FailureThreshold, when set, trips the breaker once the Counts hold
+	// that many failures while Closed: with CountWindow, that many of the
+	// last CountWindow outcomes (failsafe-go's WithFailureThresholdRatio;
+	// WithFailureThreshold(n) is FailureThreshold n with CountWindow n);
+	// without it, that many since the counts last started (the generation,
+	// or the Interval). It trips as ReadyToTrip does; either trips.
+	FailureThreshold int
+	// CountWindow, when set, makes the Closed Counts' TotalSuccesses and
+	// TotalFailures cover only the last CountWindow outcomes (failsafe-go's
+	// thresholding capacity). It is kept by this Breaker, not the gate.
+	CountWindow int
+	// Interval, when set, starts the Counts again every Interval while
+	// Closed (gobreaker's Interval). The gate's own rules are unaffected.
+	Interval time.Duration
 	// OnStateChange listeners are registered at creation, as by
 	// Breaker.OnStateChange.
 	OnStateChange []func(StateChange)
@@ -71,6 +108,23 @@ func (c Config) validate(name string) error {
 			add("ExcludedErrors[%d]=nil (legal: non-nil errors)", i)
 		}
 	}
+	if c.FailureThreshold < 0 {
+		add("FailureThreshold=%d (legal: ≥ 0, 0 for none)", c.FailureThreshold)
+	}
+	if c.CountWindow < 0 {
+		add("CountWindow=%d (legal: ≥ 0, 0 for none)", c.CountWindow)
+	}
+	if c.CountWindow > 0 && c.FailureThreshold > c.CountWindow {
+		add("FailureThreshold=%d (legal: ≤ CountWindow %d)", c.FailureThreshold, c.CountWindow)
+	}
+	if c.Interval < 0 {
+		add("Interval=%v (legal: ≥ 0, 0 for none)", c.Interval)
+	}
+	for i, e := range c.HandleErrors {
+		if e == nil {
+			add("HandleErrors[%d]=nil (legal: non-nil errors)", i)
+		}
+	}
 	for i, l := range c.OnStateChange {
 		if l == nil {
 			add("OnStateChange[%d]=nil (legal: non-nil functions)", i)
@@ -91,5 +145,24 @@ func (c Config) buildGate() (gate.ProviderGate, error) {
 	if c.Clock != nil {
 		opts = append(opts, memory.WithClock(c.Clock))
 	}
-	return memory.NewBreaker(c.Policy, opts...)
+	p := c.Policy
+	if c.tripper() != nil && p.ConsecutiveFailures == 0 {
+		p.ConsecutiveFailures = gate.Disabled
+	}
+	return memory.NewBreaker(p, opts...)
+}
+
+// tripper combines ReadyToTrip and FailureThreshold; nil when neither is
+// set.
+func (c Config) tripper() func(Counts) bool {
+	ready, n := c.ReadyToTrip, uint64(max(c.FailureThreshold, 0))
+	switch {
+	case ready == nil && n == 0:
+		return nil
+	case n == 0:
+		return ready
+	case ready == nil:
+		return func(c Counts) bool { return c.TotalFailures >= n }
+	}
+	return func(c Counts) bool { return c.TotalFailures >= n || ready(c) }
 }

@@ -24,6 +24,15 @@ type StateChange struct {
 	// Gate is the gate's record at the change: cooldown, OpenUntil,
 	// RetryAfter, generation.
 	Gate gate.Snapshot
+	// Counts are the counts of the phase that just ended: the calls that
+	// led to the change (failsafe-go's event metrics). The breaker's Counts
+	// start again at the change.
+	Counts Counts
+	// Context is the context of the call that observed the change (the one
+	// whose answer from the gate showed it), without its cancellation when
+	// the caller had given up. It is context.Background for a change seen
+	// by State, Open, Close or HalfOpen.
+	Context context.Context
 }
 
 // OnStateChange registers fn to be called on every state change the breaker
@@ -40,7 +49,10 @@ type StateChange struct {
 //     before it, and the causing call returns without waiting. A slow
 //     listener therefore slows callers; hand heavy work to a goroutine.
 //   - A listener that panics propagates the panic to the call delivering;
-//     changes still queued are delivered by the next change.
+//     changes still queued are delivered by the next change. When that call
+//     was just admitted (Execute or Allow), it does not run: its admission
+//     is recorded as given back (Metrics.Cancelled), so a probe lease it
+//     held is free for the next caller.
 //
 // What is observed: the gate is the truth. After each gate answer the
 // breaker compares the state in it with the last one it saw, and on a
@@ -61,6 +73,29 @@ func (b *Breaker) OnStateChange(fn func(StateChange)) {
 	b.evMu.Unlock()
 }
 
+// OnOpen registers fn for the changes to Open only (failsafe-go's OnOpen),
+// as OnStateChange does.
+func (b *Breaker) OnOpen(fn func(StateChange)) { b.onState(gate.Open, fn) }
+
+// OnClose registers fn for the changes to Closed only (failsafe-go's
+// OnClose), as OnStateChange does.
+func (b *Breaker) OnClose(fn func(StateChange)) { b.onState(gate.Closed, fn) }
+
+// OnHalfOpen registers fn for the changes to HalfOpen only (failsafe-go's
+// OnHalfOpen), as OnStateChange does.
+func (b *Breaker) OnHalfOpen(fn func(StateChange)) { b.onState(gate.HalfOpen, fn) }
+
+func (b *Breaker) onState(to gate.State, fn func(StateChange)) {
+	if fn == nil {
+		panic("pgw/breaker: OnOpen, OnClose or OnHalfOpen called with a nil function")
+	}
+	b.OnStateChange(func(ev StateChange) {
+		if ev.To == to {
+			fn(ev)
+		}
+	})
+}
+
 // observe is on every call's path: a state equal to the last one seen costs
 // one atomic load.
 func (b *Breaker) observe(ctx context.Context, s gate.State) {
@@ -78,6 +113,7 @@ func (b *Breaker) reconcile(ctx context.Context) {
 			slog.String("breaker", b.name), slog.Any("err", err))
 		return
 	}
+	b.tally.seen(snap.Generation, snap.State)
 	at := b.now()
 	b.evMu.Lock()
 	from := gate.State(b.seen.Load())
@@ -100,6 +136,8 @@ func (b *Breaker) reconcile(ctx context.Context) {
 		At:      at,
 		Metrics: b.Metrics(),
 		Gate:    snap,
+		Counts:  b.tally.ended(),
+		Context: ctx,
 	})
 	if b.draining {
 		b.evMu.Unlock()

@@ -195,13 +195,13 @@ func TestStaleObservationReportsNoChange(t *testing.T) {
 	// A late Closed answer; the gate still says Open at generation 2.
 	g.set(func(s *scriptGate) { s.update = gate.Update{Applied: false, State: gate.Closed} })
 	require.NoError(t, b.Execute(t.Context(), succeed))
-	assert.Equal(t, gate.Open, b.State())
+	assert.Equal(t, gate.Open, b.Metrics().State, "the state last observed")
 	assert.Len(t, c.events(), 1)
 
 	// An older snapshot than one already seen is ignored too.
 	g.set(func(s *scriptGate) { s.snap = gate.Snapshot{State: gate.Closed, Generation: 1} })
 	require.NoError(t, b.Execute(t.Context(), succeed))
-	assert.Equal(t, gate.Open, b.State())
+	assert.Equal(t, gate.Open, b.Metrics().State, "the state last observed")
 	assert.Len(t, c.events(), 1)
 }
 

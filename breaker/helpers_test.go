@@ -33,6 +33,7 @@ func newTestBreaker(t *testing.T, p gate.Policy, cfg Config) (*Breaker, *contrac
 	// The breaker timestamps changes with the wall clock when Gate is set;
 	// tests want the fake one.
 	b.clock = clk
+	b.tally = newTally(cfg.Interval, cfg.CountWindow, clk)
 	t.Cleanup(func() { l.requireAllRecorded(t) })
 	return b, clk, l
 }
@@ -154,3 +155,8 @@ func trip(t *testing.T, b *Breaker, n int) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Force passes an override to the wrapped gate.
+func (l *ledger) Force(ctx context.Context, source string, f gate.Force) error {
+	return l.ProviderGate.(gate.Forcer).Force(ctx, source, f)
+}

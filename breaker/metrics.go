@@ -13,10 +13,12 @@ import (
 type Metrics struct {
 	// Name is the breaker's name.
 	Name string
-	// State is the state last observed from the gate.
+	// State is the state last observed from the gate (Breaker.State reads
+	// the gate now).
 	State gate.State
 	// TotalCalls is every call that asked the breaker and is over:
-	// Successes + Failures + Excluded + Cancelled + Rejections + GateErrors.
+	// Successes + Failures + Excluded + Cancelled + Rejections + GateErrors
+	// + Stale.
 	// Calls still running are not in it.
 	TotalCalls uint64
 	// Successes counts calls that returned nil.
@@ -27,12 +29,21 @@ type Metrics struct {
 	// gate).
 	Excluded uint64
 	// Cancelled counts calls ended by their caller: the caller's context
-	// was done, or the goroutine exited through runtime.Goexit.
+	// was done, the goroutine exited through runtime.Goexit, or a
+	// state-change listener panicked while the call's admission was
+	// observed (the call then never runs and its probe lease, if any, is
+	// given back).
 	Cancelled uint64
 	// Rejections counts calls refused without running (*OpenError).
 	Rejections uint64
 	// GateErrors counts calls that could not ask the gate.
 	GateErrors uint64
+	// Stale counts calls whose success or failure the gate ignored: they
+	// were admitted in an earlier generation (before a trip, a close or an
+	// operator's override) or their probe lease had expired, so their
+	// outcome says nothing about the current phase. They are in no other
+	// count and neither extend nor break a run.
+	Stale uint64
 	// ConsecutiveSuccesses and ConsecutiveFailures count the latest run of
 	// successes or failures; excluded and cancelled calls and rejections
 	// neither extend nor break a run.
@@ -54,6 +65,7 @@ type counters struct {
 	cancelled  atomic.Uint64
 	rejections atomic.Uint64
 	gateErrors atomic.Uint64
+	stale      atomic.Uint64
 }
 
 func (c *counters) count(r result) {
@@ -85,17 +97,18 @@ func (b *Breaker) Metrics() Metrics {
 	c := &b.counters
 	m := Metrics{
 		Name:                 b.name,
-		State:                b.State(),
+		State:                gate.State(b.seen.Load()),
 		Successes:            c.successes.Load(),
 		Failures:             c.failures.Load(),
 		Excluded:             c.excluded.Load(),
 		Cancelled:            c.cancelled.Load(),
 		Rejections:           c.rejections.Load(),
 		GateErrors:           c.gateErrors.Load(),
+		Stale:                c.stale.Load(),
 		ConsecutiveSuccesses: c.consecSucc.Load(),
 		ConsecutiveFailures:  c.consecFail.Load(),
 	}
-	m.TotalCalls = m.Successes + m.Failures + m.Excluded + m.Cancelled + m.Rejections + m.GateErrors
+	m.TotalCalls = m.Successes + m.Failures + m.Excluded + m.Cancelled + m.Rejections + m.GateErrors + m.Stale
 	if t := b.lastChange.Load(); t != nil {
 		m.LastStateChange = *t
 	}

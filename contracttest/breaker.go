@@ -104,6 +104,7 @@ func RunBreaker(t *testing.T, newGate BreakerFactory) {
 	cases = append(cases, snapshotCases()...)
 	cases = append(cases, concurrencyCases()...)
 	cases = append(cases, generationCases()...)
+	cases = append(cases, ruleCases()...)
 
 	// The group blocks until every parallel subtest is done.
 	t.Run("Breaker", func(t *testing.T) {

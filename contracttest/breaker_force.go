@@ -12,10 +12,10 @@ import (
 )
 
 // RunBreakerForce runs the operator-override contract of gate.Forcer against
-// the gates newGate builds: what ForceOpen, ForceClosed and ForceNone do to
-// TryEnter, Record, RetryAfter and Snapshot, the RetryAfter 0 of a forced
-// Open, fencing across a Force, the reset, and the override and generation
-// every answer carries. A gate that does not implement gate.Forcer skips the
+// the gates newGate builds: what ForceOpen, ForceClosed, ForceNone and
+// ForceHalfOpen do to TryEnter, Record, RetryAfter and Snapshot, the
+// RetryAfter 0 of a forced Open, fencing across a Force, the reset, and the
+// override and generation every answer carries. A gate that does not implement gate.Forcer skips the
 // suite with a message saying so. Subtests run in parallel, as in
 // RunBreaker, with the same base policy and clock rules.
 func RunBreakerForce(t *testing.T, newGate BreakerFactory) {
@@ -26,7 +26,7 @@ func RunBreakerForce(t *testing.T, newGate BreakerFactory) {
 		t.Skipf("skipped: %T does not implement gate.Forcer", g)
 	}
 	t.Run("BreakerForce", func(t *testing.T) {
-		for _, c := range append(forceCases(), forceGenerationCases()...) {
+		for _, c := range append(append(forceCases(), forceGenerationCases()...), forceHalfOpenCases()...) {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				p := basePolicy()

@@ -52,6 +52,9 @@ type Snapshot struct {
 	ConsecutiveFailures int
 	// ProbeSuccesses counts probe successes in the current HalfOpen phase.
 	ProbeSuccesses int
+	// ProbeFailures counts the probe failures a HalfOpen phase tolerated
+	// (Policy.HalfOpenCalls); always 0 without it.
+	ProbeFailures int
 	// WindowCalls and WindowFailures are the rolling-window counts (0 when
 	// the policy has no window).
 	WindowCalls    int

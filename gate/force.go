@@ -20,6 +20,12 @@ const (
 	// ForceClosed holds the source Closed until the override is cleared:
 	// outcomes are still counted, but nothing trips it.
 	ForceClosed
+	// ForceHalfOpen is a one-off move, not a held override: it clears any
+	// override and puts the source in a fresh HalfOpen phase at once, as
+	// if its cooldown had just ended. The next TryEnter gets a probe; the
+	// phase then runs by the policy (its outcomes close or re-open it, a
+	// failed probe growing the cooldown the record had).
+	ForceHalfOpen
 )
 
 // String returns "none", "open" or "closed".
@@ -31,14 +37,17 @@ func (f Force) String() string {
 		return "open"
 	case ForceClosed:
 		return "closed"
+	case ForceHalfOpen:
+		return "half_open"
 	}
 	return fmt.Sprintf("force(%d)", uint8(f))
 }
 
-// Valid reports whether f is one of the three defined overrides.
-func (f Force) Valid() bool { return f <= ForceClosed }
+// Valid reports whether f is one of the defined values.
+func (f Force) Valid() bool { return f <= ForceHalfOpen }
 
-// ParseForce reads "open", "closed" (or "close") and "none" (or "reset").
+// ParseForce reads "open", "closed" (or "close"), "none" (or "reset") and
+// "half_open" (or "half-open").
 func ParseForce(s string) (Force, error) {
 	switch s {
 	case "open":
@@ -47,8 +56,10 @@ func ParseForce(s string) (Force, error) {
 		return ForceClosed, nil
 	case "none", "reset":
 		return ForceNone, nil
+	case "half_open", "half-open":
+		return ForceHalfOpen, nil
 	}
-	return 0, fmt.Errorf("pgw/gate: unknown force %q (legal: open, closed, none)", s)
+	return 0, fmt.Errorf("pgw/gate: unknown force %q (legal: open, closed, none, half_open)", s)
 }
 
 // Forcer is the optional operator port of a breaker gate: a ProviderGate that
@@ -74,6 +85,11 @@ func ParseForce(s string) (Force, error) {
 //     counts as a Failure), with the usual fencing, but nothing trips the
 //     record. Snapshot reports Forced ForceClosed with the counts, so an
 //     operator sees what the source would have done.
+//   - ForceHalfOpen: not held. The override is cleared (Forced reads
+//     ForceNone afterwards) and the record is a fresh HalfOpen phase with a
+//     new generation: no leases, no probe outcomes, consecutive count and
+//     window cleared, the cooldown kept. TryEnter then grants probes as
+//     after a cooldown, and the record runs by the policy again.
 //   - ForceNone: the override is cleared and the record reset to a fresh
 //     Closed one (cooldown back to Policy.Cooldown); the breaker then runs
 //     by the policy again. Generations keep growing across the reset, so
@@ -83,13 +99,13 @@ func ParseForce(s string) (Force, error) {
 // keep a forced record until ForceNone, since an override that vanished on
 // its own would surprise the operator who set it.
 type Forcer interface {
-	// Force applies f to source's record. An f outside the three defined
-	// values returns an error naming it and changes nothing.
+	// Force applies f to source's record. An f outside the defined values
+	// returns an error naming it and changes nothing.
 	Force(ctx context.Context, source string, f Force) error
 }
 
-// ForceError reports a Force value outside ForceNone, ForceOpen and
-// ForceClosed.
+// ForceError reports a Force value outside ForceNone, ForceOpen,
+// ForceClosed and ForceHalfOpen.
 type ForceError struct {
 	Source string
 	Force  Force
@@ -97,5 +113,5 @@ type ForceError struct {
 
 // Error names the source, the value and the legal values.
 func (e *ForceError) Error() string {
-	return fmt.Sprintf("pgw/gate: Force(%q): unknown force %d (legal: 0 none, 1 open, 2 closed)", e.Source, uint8(e.Force))
+	return fmt.Sprintf("pgw/gate: Force(%q): unknown force %d (legal: 0 none, 1 open, 2 closed, 3 half_open)", e.Source, uint8(e.Force))
 }

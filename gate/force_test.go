@@ -20,6 +20,8 @@ func TestForceNamesRoundTrip(t *testing.T) {
 		{"close", gate.ForceClosed, "closed"},
 		{"none", gate.ForceNone, "none"},
 		{"reset", gate.ForceNone, "none"},
+		{"half_open", gate.ForceHalfOpen, "half_open"},
+		{"half-open", gate.ForceHalfOpen, "half_open"},
 	} {
 		f, err := gate.ParseForce(tc.in)
 		require.NoError(t, err, tc.in)
@@ -30,15 +32,15 @@ func TestForceNamesRoundTrip(t *testing.T) {
 }
 
 func TestParseForceRejectsUnknownNames(t *testing.T) {
-	_, err := gate.ParseForce("half_open")
+	_, err := gate.ParseForce("ajar")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `"half_open"`)
-	assert.Contains(t, err.Error(), "legal: open, closed, none")
-	assert.False(t, gate.Force(3).Valid())
-	assert.Equal(t, "force(3)", gate.Force(3).String())
+	assert.Contains(t, err.Error(), `"ajar"`)
+	assert.Contains(t, err.Error(), "legal: open, closed, none, half_open")
+	assert.False(t, gate.Force(4).Valid())
+	assert.Equal(t, "force(4)", gate.Force(4).String())
 }
 
 func TestForceErrorNamesSourceAndLegalValues(t *testing.T) {
 	err := &gate.ForceError{Source: "openai", Force: 7}
-	assert.Equal(t, `pgw/gate: Force("openai"): unknown force 7 (legal: 0 none, 1 open, 2 closed)`, err.Error())
+	assert.Equal(t, `pgw/gate: Force("openai"): unknown force 7 (legal: 0 none, 1 open, 2 closed, 3 half_open)`, err.Error())
 }

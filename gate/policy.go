@@ -17,11 +17,17 @@ const (
 	DefaultHalfOpenProbes      = 1
 )
 
+// Disabled switches a rule off where zero already means "the default":
+// ConsecutiveFailures: Disabled leaves tripping to the other rules (a
+// failure-rate window, Fatal outcomes, a wrapper's own predicate).
+const Disabled = -1
+
 // Policy configures a breaker gate. The zero value is valid and means the
 // defaults; WithDefaults shows the effective values.
 type Policy struct {
 	// ConsecutiveFailures trips the breaker after that many failures in a
-	// row while Closed (default 5).
+	// row while Closed (default 5; Disabled switches the rule off, the
+	// consecutive count is still kept and reported by Snapshot).
 	ConsecutiveFailures int
 	// Window, WindowMinCalls and WindowFailureRate add an optional rolling
 	// failure-rate rule: trip when the window holds at least WindowMinCalls
@@ -30,6 +36,13 @@ type Policy struct {
 	Window            time.Duration
 	WindowMinCalls    int
 	WindowFailureRate float64
+	// WindowFailures adds a failure-count rule to the window: trip when it
+	// holds at least WindowMinCalls outcomes and WindowFailures or more of
+	// them failed ("N failures within a period", failsafe-go's
+	// WithFailureThresholdPeriod). It needs Window; with it set,
+	// WindowFailureRate may be 0, which turns the rate rule off. Either rule
+	// trips. 0 turns the count rule off.
+	WindowFailures int
 	// Cooldown is the first Open phase's length (default 60 s).
 	Cooldown time.Duration
 	// MaxCooldown caps the grown cooldown (default 600 s).
@@ -46,6 +59,18 @@ type Policy struct {
 	SuccessThreshold int
 	// HalfOpenProbes is the number of concurrent probe leases (default 1).
 	HalfOpenProbes int
+	// HalfOpenCalls, when set, is the number of probe outcomes a HalfOpen
+	// phase may collect: it caps the probes granted per phase (leases in
+	// flight plus outcomes so far, Released ones and expired leases
+	// excluded) and tolerates failures. The phase closes at
+	// SuccessThreshold successes and re-opens only when that can no longer
+	// be reached, i.e. after more than HalfOpenCalls − SuccessThreshold
+	// failures. It is failsafe-go's WithSuccessThresholdRatio(SuccessThreshold,
+	// HalfOpenCalls) and, with SuccessThreshold = HalfOpenProbes =
+	// HalfOpenCalls = n, gobreaker's MaxRequests n. 0 keeps the default
+	// phase: no cap but HalfOpenProbes in flight, and the first probe
+	// failure re-opens. It must be ≥ SuccessThreshold.
+	HalfOpenCalls int
 }
 
 // DefaultProbeTTL is the default probe lease length, derived from the slowest
@@ -92,8 +117,8 @@ func (p Policy) Validate() error {
 	add := func(field string, v any, legal string) {
 		bad = append(bad, fmt.Sprintf("%s=%v (legal: %s)", field, v, legal))
 	}
-	if p.ConsecutiveFailures < 0 {
-		add("ConsecutiveFailures", p.ConsecutiveFailures, "≥ 1, or 0 for the default")
+	if p.ConsecutiveFailures < Disabled {
+		add("ConsecutiveFailures", p.ConsecutiveFailures, "≥ 1, 0 for the default, or Disabled (-1) to switch the rule off")
 	}
 	if p.Window < 0 {
 		add("Window", p.Window, "≥ 0 (0 turns the window off)")
@@ -104,8 +129,17 @@ func (p Policy) Validate() error {
 	if p.WindowMinCalls < 0 {
 		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
 	}
-	if p.Window > 0 && (p.WindowFailureRate <= 0 || p.WindowFailureRate > 1) {
-		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set")
+	if p.Window > 0 && p.WindowFailures == 0 && (p.WindowFailureRate <= 0 || p.WindowFailureRate > 1) {
+		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set without WindowFailures")
+	}
+	if p.Window > 0 && p.WindowFailures > 0 && (p.WindowFailureRate < 0 || p.WindowFailureRate > 1) {
+		add("WindowFailureRate", p.WindowFailureRate, "in [0, 1] when WindowFailures is set (0: no rate rule)")
+	}
+	if p.WindowFailures < 0 {
+		add("WindowFailures", p.WindowFailures, "≥ 0 (0 turns the count rule off)")
+	}
+	if p.WindowFailures > 0 && p.Window == 0 {
+		add("WindowFailures", p.WindowFailures, "0 unless Window is set")
 	}
 	if p.Cooldown < time.Millisecond {
 		add("Cooldown", p.Cooldown, "≥ 1ms, or 0 for the default")
@@ -124,6 +158,12 @@ func (p Policy) Validate() error {
 	}
 	if p.HalfOpenProbes < 0 {
 		add("HalfOpenProbes", p.HalfOpenProbes, "≥ 1, or 0 for the default")
+	}
+	if p.HalfOpenCalls < 0 {
+		add("HalfOpenCalls", p.HalfOpenCalls, "≥ 0 (0 for no per-phase cap)")
+	}
+	if p.HalfOpenCalls > 0 && p.HalfOpenCalls < p.SuccessThreshold {
+		add("HalfOpenCalls", p.HalfOpenCalls, fmt.Sprintf("≥ SuccessThreshold (%d) when set", p.SuccessThreshold))
 	}
 	if len(bad) == 0 {
 		return nil

@@ -18,8 +18,8 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		fields []string
 	}{
 		{"zero is valid", gate.Policy{}, nil},
-		{"negative counts", gate.Policy{ConsecutiveFailures: -1, SuccessThreshold: -2, HalfOpenProbes: -3},
-			[]string{"ConsecutiveFailures=-1", "SuccessThreshold=-2", "HalfOpenProbes=-3"}},
+		{"negative counts", gate.Policy{ConsecutiveFailures: -2, SuccessThreshold: -2, HalfOpenProbes: -3},
+			[]string{"ConsecutiveFailures=-2", "SuccessThreshold=-2", "HalfOpenProbes=-3"}},
 		{"cooldown below a millisecond", gate.Policy{Cooldown: time.Microsecond}, []string{"Cooldown=1µs"}},
 		{"max cooldown below cooldown", gate.Policy{Cooldown: time.Minute, MaxCooldown: time.Second},
 			[]string{"MaxCooldown=1s"}},
@@ -27,6 +27,13 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		{"window without rate", gate.Policy{Window: time.Second}, []string{"WindowFailureRate=0"}},
 		{"window rate above one", gate.Policy{Window: time.Second, WindowFailureRate: 1.5}, []string{"WindowFailureRate=1.5"}},
 		{"window too short", gate.Policy{Window: time.Millisecond, WindowFailureRate: 0.5}, []string{"Window=1ms"}},
+		{"window failures without window", gate.Policy{WindowFailures: 3}, []string{"WindowFailures=3"}},
+		{"negative window failures", gate.Policy{Window: time.Second, WindowFailureRate: 0.5, WindowFailures: -1}, []string{"WindowFailures=-1"}},
+		{"window failures with rate above one", gate.Policy{Window: time.Second, WindowFailures: 2, WindowFailureRate: 2}, []string{"WindowFailureRate=2"}},
+		{"window failures without rate", gate.Policy{Window: time.Second, WindowFailures: 2}, nil},
+		{"consecutive failures disabled", gate.Policy{ConsecutiveFailures: gate.Disabled}, nil},
+		{"half-open calls below success threshold", gate.Policy{SuccessThreshold: 3, HalfOpenCalls: 2}, []string{"HalfOpenCalls=2"}},
+		{"negative half-open calls", gate.Policy{HalfOpenCalls: -1}, []string{"HalfOpenCalls=-1"}},
 		{"negative probe ttl", gate.Policy{ProbeTTL: -time.Second}, []string{"ProbeTTL=-1s"}},
 	}
 	for _, tt := range tests {

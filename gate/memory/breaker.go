@@ -57,6 +57,7 @@ type record struct {
 	gen         uint64 // token of the current generation
 	consecFails int
 	probeOK     int
+	probeFail   int // probe failures tolerated in this HalfOpen phase
 	win         window
 	cooldown    time.Duration // cooldown of the next or current Open phase
 	openUntil   time.Time
@@ -186,10 +187,11 @@ func (b *Breaker) tryEnterLocked(r *record) gate.Decision {
 		r.state = gate.HalfOpen
 		r.newGeneration()
 		r.probeOK = 0
+		r.probeFail = 0
 		r.leases = r.leases[:0]
 	}
 	r.expireLeases(now)
-	if len(r.leases) >= b.p.HalfOpenProbes {
+	if len(r.leases) >= b.p.HalfOpenProbes || b.phaseFull(r) {
 		// A probe is in flight: it may answer at any moment, so there is no
 		// certain wait (never the lease length, which would hide a recovery).
 		return gate.Decision{State: gate.HalfOpen, Generation: r.gen, Forced: r.forced}
@@ -269,6 +271,11 @@ func (b *Breaker) recordLocked(r *record, d *gate.Decision, o gate.Outcome, fast
 				r.close(b.p.Cooldown)
 			}
 		case gate.Failure:
+			if b.toleratesProbeFailure(r) {
+				r.dropLease(d.Token)
+				r.probeFail++
+				break
+			}
 			r.open(now, b.grown(r.cooldown))
 		case gate.Released:
 			r.dropLease(d.Token)
@@ -315,6 +322,7 @@ func (b *Breaker) Snapshot(_ context.Context, source string) (gate.Snapshot, err
 		Generation:          r.gen,
 		ConsecutiveFailures: r.consecFails,
 		ProbeSuccesses:      r.probeOK,
+		ProbeFailures:       r.probeFail,
 		Cooldown:            r.cooldown,
 		RetryAfter:          r.remaining(now),
 		Forced:              r.forced,
@@ -337,14 +345,32 @@ func (b *Breaker) Snapshot(_ context.Context, source string) (gate.Snapshot, err
 
 // trips reports whether the Closed record r must open after a failure.
 func (b *Breaker) trips(r *record, now time.Time) bool {
-	if r.consecFails >= b.p.ConsecutiveFailures {
+	if b.p.ConsecutiveFailures > 0 && r.consecFails >= b.p.ConsecutiveFailures {
 		return true
 	}
 	if b.width == 0 {
 		return false
 	}
 	calls, failed := r.win.counts(now, b.width)
-	return calls >= b.p.WindowMinCalls && float64(failed) >= b.p.WindowFailureRate*float64(calls)
+	if calls < b.p.WindowMinCalls {
+		return false
+	}
+	if b.p.WindowFailures > 0 && failed >= b.p.WindowFailures {
+		return true
+	}
+	return b.p.WindowFailureRate > 0 && float64(failed) >= b.p.WindowFailureRate*float64(calls)
+}
+
+// phaseFull reports whether a HalfOpen phase has granted every probe
+// Policy.HalfOpenCalls allows: leases in flight plus outcomes so far.
+func (b *Breaker) phaseFull(r *record) bool {
+	return b.p.HalfOpenCalls > 0 && len(r.leases)+r.probeOK+r.probeFail >= b.p.HalfOpenCalls
+}
+
+// toleratesProbeFailure reports whether one more probe failure still leaves
+// SuccessThreshold reachable within Policy.HalfOpenCalls.
+func (b *Breaker) toleratesProbeFailure(r *record) bool {
+	return b.p.HalfOpenCalls > 0 && r.probeFail+1 <= b.p.HalfOpenCalls-b.p.SuccessThreshold
 }
 
 // grown is the cooldown after a failed probe: multiplied, capped.
@@ -383,6 +409,7 @@ func (r *record) open(now time.Time, cooldown time.Duration) {
 	r.openUntil = now.Add(cooldown)
 	r.consecFails = 0
 	r.probeOK = 0
+	r.probeFail = 0
 	r.win.reset()
 	r.leases = r.leases[:0]
 }
@@ -394,6 +421,7 @@ func (r *record) close(base time.Duration) {
 	r.openUntil = time.Time{}
 	r.consecFails = 0
 	r.probeOK = 0
+	r.probeFail = 0
 	r.win.reset()
 	r.leases = r.leases[:0]
 }

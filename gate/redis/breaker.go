@@ -25,7 +25,7 @@ type Breaker struct {
 	c      goredis.UniversalClient
 	p      gate.Policy
 	prefix string // "<prefix>:{<scope>:"
-	policy []any  // ARGV[1..11] of every script
+	policy []any  // ARGV[1..NPOLICY] of every script (lua/common.lua)
 }
 
 var _ gate.ProviderGate = (*Breaker)(nil)
@@ -69,7 +69,7 @@ func keyTTL(p gate.Policy) time.Duration {
 	return keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)
 }
 
-// policyArgs renders p as ARGV[1..11] (lua/common.lua). Durations travel in
+// policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua). Durations travel in
 // µs, the resolution of Redis TIME; the window bucket width in ms, as
 // gate.Policy defines the bucket index.
 func policyArgs(p gate.Policy) []any {
@@ -89,6 +89,8 @@ func policyArgs(p gate.Policy) []any {
 		strconv.Itoa(p.WindowMinCalls),
 		strconv.FormatFloat(p.WindowFailureRate, 'g', -1, 64),
 		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
+		strconv.Itoa(p.WindowFailures),
+		strconv.Itoa(p.HalfOpenCalls),
 	}
 }
 
@@ -173,8 +175,8 @@ func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, e
 	if err != nil {
 		return gate.Snapshot{}, wrapErr(ctx, "Snapshot", source, err)
 	}
-	if len(v) != 11 {
-		return gate.Snapshot{}, replyError("Snapshot", source, v, 11)
+	if len(v) != 12 {
+		return gate.Snapshot{}, replyError("Snapshot", source, v, 12)
 	}
 	st, err := state("Snapshot", source, v[0])
 	if err != nil {
@@ -191,6 +193,7 @@ func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, e
 		Cooldown:            micros(v[7]),
 		RetryAfter:          micros(v[9]),
 		Forced:              gate.Force(v[10]),
+		ProbeFailures:       int(v[11]),
 	}
 	if st == gate.Open && v[8] > 0 { // a forced Open has no end
 		s.OpenUntil = time.UnixMicro(v[8])

@@ -10,6 +10,8 @@
 --     gen  token of the current generation
 --     cf   consecutive failures while Closed
 --     ps   probe successes in the current HalfOpen phase
+--     pf   probe failures tolerated in the current HalfOpen phase
+--          (HalfOpenCalls; absent otherwise)
 --     cd   cooldown (µs) of the next or current Open phase
 --     ou   openUntil, server time in µs (meaningful while Open; 0 when
 --          forced Open: no end)
@@ -19,12 +21,13 @@
 --   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
 --     member = lease token, score = expiry in server µs
 --
--- ARGV[1..11] is the policy, the same for every script:
---   1 ConsecutiveFailures   2 Cooldown µs        3 MaxCooldown µs
+-- ARGV[1..NPOLICY] is the policy, the same for every script:
+--   1 ConsecutiveFailures (-1: off)   2 Cooldown µs        3 MaxCooldown µs
 --   4 CooldownMultiplier    5 ProbeTTL µs        6 SuccessThreshold
 --   7 HalfOpenProbes        8 window bucket width ms (0: no window)
 --   9 WindowMinCalls       10 WindowFailureRate 11 key TTL ms
--- Script-specific arguments follow from ARGV[12].
+--  12 WindowFailures (0: off)  13 HalfOpenCalls (0: off)
+-- Script-specific arguments follow from ARGV[NPOLICY + 1].
 --
 -- Time is the server's (TIME), in µs; a lease is alive while now < expiry;
 -- Open moves on at now >= openUntil.
@@ -32,7 +35,7 @@
 local CLOSED, OPEN, HALF_OPEN = 0, 1, 2
 local FORCE_NONE, FORCE_OPEN, FORCE_CLOSED = 0, 1, 2
 local BUCKETS = 10
-local NPOLICY = 11
+local NPOLICY = 13
 
 local P = {
   failures = tonumber(ARGV[1]),
@@ -46,6 +49,8 @@ local P = {
   min_calls = tonumber(ARGV[9]),
   rate = tonumber(ARGV[10]),
   ttl = tonumber(ARGV[11]),
+  window_failures = tonumber(ARGV[12]),
+  half_open_calls = tonumber(ARGV[13]),
 }
 
 -- int renders a whole number without exponent: tostring(1.7e15) in Lua 5.1
@@ -72,6 +77,7 @@ local function load(key)
   r.gen = r.gen or 0
   r.cf = r.cf or 0
   r.ps = r.ps or 0
+  r.pf = r.pf or 0
   r.cd = r.cd or P.cooldown
   r.ou = r.ou or 0
   r.fo = r.fo or FORCE_NONE
@@ -151,6 +157,20 @@ local function window_counts(r, now)
   return calls, failed
 end
 
+-- window_trips is the window's rules after a failure was added: at least
+-- WindowMinCalls outcomes and either WindowFailures failures or a failure
+-- share of WindowFailureRate (each off at 0).
+local function window_trips(r, now)
+  local calls, failed = window_counts(r, now)
+  if calls < P.min_calls then
+    return false
+  end
+  if P.window_failures > 0 and failed >= P.window_failures then
+    return true
+  end
+  return P.rate > 0 and failed >= P.rate * calls
+end
+
 local function window_reset(r)
   for slot = 0, BUCKETS - 1 do
     if (r['c' .. slot] or 0) > 0 then
@@ -173,6 +193,9 @@ local function open(r, keys, now, cooldown)
   set(r, 'ou', now + cooldown)
   set(r, 'cf', 0)
   set(r, 'ps', 0)
+  if r.pf ~= 0 then
+    set(r, 'pf', 0)
+  end
   window_reset(r)
   redis.call('DEL', keys[2])
 end
@@ -185,8 +208,37 @@ local function close(r, keys)
   set(r, 'ou', 0)
   set(r, 'cf', 0)
   set(r, 'ps', 0)
+  if r.pf ~= 0 then
+    set(r, 'pf', 0)
+  end
   window_reset(r)
   redis.call('DEL', keys[2])
+end
+
+-- consecutive_trips is the consecutive-failure rule; a ConsecutiveFailures
+-- of -1 (gate.Disabled) switches it off.
+local function consecutive_trips(r)
+  return P.failures > 0 and r.cf >= P.failures
+end
+
+-- probe_reset starts a HalfOpen phase's counts again.
+local function probe_reset(r)
+  set(r, 'ps', 0)
+  if r.pf ~= 0 then
+    set(r, 'pf', 0)
+  end
+end
+
+-- phase_full reports whether a HalfOpen phase has granted every probe
+-- HalfOpenCalls allows: leases in flight plus outcomes so far.
+local function phase_full(r, inflight)
+  return P.half_open_calls > 0 and inflight + r.ps + r.pf >= P.half_open_calls
+end
+
+-- tolerates_probe_failure reports whether one more probe failure still
+-- leaves SuccessThreshold reachable within HalfOpenCalls.
+local function tolerates_probe_failure(r)
+  return P.half_open_calls > 0 and r.pf + 1 <= P.half_open_calls - P.successes
 end
 
 -- grown is the cooldown after a failed probe: multiplied, capped.

@@ -1,10 +1,10 @@
 -- record.lua: Record(source, decision, outcome).
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..11] policy (see common.lua), then
---   ARGV[12] outcome: 1 Success, 2 Failure, 3 Fatal, 4 Released
---   ARGV[13] decision allowed 0|1
---   ARGV[14] decision probe 0|1
---   ARGV[15] decision token (decimal)
+-- ARGV[1..NPOLICY] policy (see common.lua), then
+--   ARGV[NPOLICY+1] outcome: 1 Success, 2 Failure, 3 Fatal, 4 Released
+--   ARGV[NPOLICY+2] decision allowed 0|1
+--   ARGV[NPOLICY+3] decision probe 0|1
+--   ARGV[NPOLICY+4] decision token (decimal)
 -- Reply: {applied 0|1, state after, retry_after µs, generation after,
 --         forced 0 none|1 open|2 closed}.
 local SUCCESS, FAILURE, FATAL, RELEASED = 1, 2, 3, 4
@@ -69,12 +69,11 @@ if r.st == CLOSED then
     end
   elseif outcome == FAILURE then
     set(r, 'cf', r.cf + 1)
-    local trips = r.cf >= P.failures
+    local trips = consecutive_trips(r)
     if P.width > 0 then
       window_add(r, now, true)
       if not trips then
-        local calls, failed = window_counts(r, now)
-        trips = calls >= P.min_calls and failed >= P.rate * calls
+        trips = window_trips(r, now)
       end
     end
     if trips and r.fo ~= FORCE_CLOSED then
@@ -91,6 +90,9 @@ if outcome == SUCCESS then
   if r.ps >= P.successes then
     close(r, KEYS)
   end
+elseif outcome == FAILURE and tolerates_probe_failure(r) then
+  redis.call('ZREM', KEYS[2], token)
+  set(r, 'pf', r.pf + 1)
 elseif outcome == FAILURE then
   open(r, KEYS, now, grown(r.cd))
 else -- Released

@@ -1,10 +1,10 @@
 -- snapshot.lua: Snapshot(source). Reads only; moves nothing.
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..11] policy (see common.lua); nothing else.
+-- ARGV[1..NPOLICY] policy (see common.lua); nothing else.
 -- Reply: {state, generation, consecutive failures, probe successes,
 --         window calls, window failures, probes in flight, cooldown µs,
 --         openUntil µs (0 unless Open with an end), retry_after µs,
---         forced 0 none|1 open|2 closed}.
+--         forced 0 none|1 open|2 closed, probe failures}.
 local now = now_us()
 local r = load(KEYS[1])
 local calls, failed, inflight, open_until = 0, 0, 0, 0
@@ -15,4 +15,4 @@ elseif r.st == HALF_OPEN then
 elseif r.st == OPEN then
   open_until = r.ou
 end
-return { r.st, r.gen, r.cf, r.ps, calls, failed, inflight, r.cd, open_until, remaining(r, now), r.fo }
+return { r.st, r.gen, r.cf, r.ps, calls, failed, inflight, r.cd, open_until, remaining(r, now), r.fo, r.pf }

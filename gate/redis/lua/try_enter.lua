@@ -1,6 +1,6 @@
 -- try_enter.lua: TryEnter(source).
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..11] policy (see common.lua); nothing else.
+-- ARGV[1..NPOLICY] policy (see common.lua); nothing else.
 -- Reply: {allowed 0|1, state, retry_after µs, probe 0|1, token, generation,
 --         forced 0 none|1 open|2 closed} — generation and override as they
 --         stand once the decision is made (gate/doc.go "Generations").
@@ -23,12 +23,13 @@ if r.st == OPEN then
   -- The first TryEnter at or after openUntil moves to HalfOpen.
   set(r, 'st', HALF_OPEN)
   new_generation(r)
-  set(r, 'ps', 0)
+  probe_reset(r)
   redis.call('DEL', KEYS[2])
 end
 
 expire_leases(KEYS, now)
-if redis.call('ZCARD', KEYS[2]) >= P.probes then
+local inflight = redis.call('ZCARD', KEYS[2])
+if inflight >= P.probes or phase_full(r, inflight) then
   save(r, KEYS)
   -- A probe is in flight and may answer at any moment: no certain wait,
   -- never the lease length (seed 000 §1.2).
