@@ -38,6 +38,9 @@ func (m moment) since(op moment) interval { return interval{m.lo.Sub(op.hi), m.h
 // interval is a duration known only to lie within [lo, hi].
 type interval struct{ lo, hi time.Duration }
 
+// exactly is the interval holding d alone.
+func exactly(d time.Duration) interval { return interval{d, d} }
+
 // clamped applies RetryAfter's clamp, max(0, ·), to both ends.
 func (i interval) clamped() interval { return interval{max(i.lo, 0), max(i.hi, 0)} }
 
