@@ -390,13 +390,13 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e uint64, r resul
 			slog.String("breaker", b.name), slog.String("outcome", o.String()), slog.Any("err", err))
 		return
 	}
-	if !u.Applied && o != gate.Released {
-		b.counters.stale.Add(1)
-	} else {
+	counted := u.Applied || o == gate.Released
+	if counted {
 		b.counters.count(r)
-		b.tally.count(e, r)
+	} else {
+		b.counters.stale.Add(1)
 	}
-	b.tally.seen(u.Generation, u.State)
+	b.tally.settle(e, r, counted, u.Generation, u.State)
 	b.observe(ctx, u.State)
 }
 

@@ -177,6 +177,20 @@ func (t *tally) count(e uint64, r result) {
 	t.mu.Unlock()
 }
 
+// settle counts the outcome r of a call admitted in epoch e when counted
+// (the gate took it) and e is still current, then restarts the counts when
+// the gate's answer shows a newer generation: one lock for both.
+func (t *tally) settle(e uint64, r result, counted bool, gen uint64, st gate.State) {
+	t.mu.Lock()
+	if counted && e == t.epoch {
+		t.add(&t.c, r, true)
+	}
+	if gen > t.gen {
+		t.advance(gen, st)
+	}
+	t.mu.Unlock()
+}
+
 // prospect returns the counts as they would be with one more failure of
 // epoch e, and false when e is no longer current.
 func (t *tally) prospect(e uint64) (Counts, bool) {
