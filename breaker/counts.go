@@ -78,15 +78,15 @@ type phase struct {
 	state gate.State // the state of that generation
 	until time.Time  // end of the Interval while Closed; zero when none
 
-	requests, successes, failures, exclusions atomic.Uint64
-	consecSucc, consecFail                    atomic.Uint64
+	requests, exclusions atomic.Uint64
+	runs                 runs
 
 	// ring holds the last outcomes while Closed (true: failure) when
-	// CountWindow is set; mu guards it and keeps successes and failures
-	// consistent with it.
-	mu     sync.Mutex
-	ring   []bool
-	pos, n int
+	// CountWindow is set; mu guards it and the totals over it.
+	mu               sync.Mutex
+	ring             []bool
+	pos, n           int
+	winSucc, winFail uint64
 }
 
 func newTally(interval time.Duration, window int, clock gate.Clock) *tally {
@@ -162,30 +162,19 @@ func (p *phase) add(r result) {
 	case resSuccess, resFailure, resFatal:
 		failed := r != resSuccess
 		if failed {
-			p.consecFail.Add(1)
-			if p.consecSucc.Load() != 0 {
-				p.consecSucc.Store(0)
-			}
+			p.runs.failure()
 		} else {
-			p.consecSucc.Add(1)
-			if p.consecFail.Load() != 0 {
-				p.consecFail.Store(0)
-			}
+			p.runs.success()
 		}
 		if p.ring == nil {
-			if failed {
-				p.failures.Add(1)
-			} else {
-				p.successes.Add(1)
-			}
 			return
 		}
 		p.mu.Lock()
 		if p.n == len(p.ring) {
 			if p.ring[p.pos] {
-				p.failures.Add(^uint64(0))
+				p.winFail--
 			} else {
-				p.successes.Add(^uint64(0))
+				p.winSucc--
 			}
 		} else {
 			p.n++
@@ -193,9 +182,9 @@ func (p *phase) add(r result) {
 		p.ring[p.pos] = failed
 		p.pos = (p.pos + 1) % len(p.ring)
 		if failed {
-			p.failures.Add(1)
+			p.winFail++
 		} else {
-			p.successes.Add(1)
+			p.winSucc++
 		}
 		p.mu.Unlock()
 	default:
@@ -209,18 +198,19 @@ func (p *phase) counts() Counts {
 	if p == nil {
 		return Counts{}
 	}
+	c := Counts{
+		Requests:        p.requests.Load(),
+		TotalSuccesses:  p.runs.succ.Load(),
+		TotalFailures:   p.runs.fail.Load(),
+		TotalExclusions: p.exclusions.Load(),
+	}
+	c.ConsecutiveSuccesses, c.ConsecutiveFailures = p.runs.consecutive()
 	if p.ring != nil {
 		p.mu.Lock()
-		defer p.mu.Unlock()
+		c.TotalSuccesses, c.TotalFailures = p.winSucc, p.winFail
+		p.mu.Unlock()
 	}
-	return Counts{
-		Requests:             p.requests.Load(),
-		TotalSuccesses:       p.successes.Load(),
-		TotalFailures:        p.failures.Load(),
-		TotalExclusions:      p.exclusions.Load(),
-		ConsecutiveSuccesses: p.consecSucc.Load(),
-		ConsecutiveFailures:  p.consecFail.Load(),
-	}
+	return c
 }
 
 // count counts the outcome r of a call admitted in phase p, unless a new
