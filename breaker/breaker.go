@@ -236,7 +236,7 @@ func (b *Breaker) Allow(ctx context.Context) (*Token, error) {
 	}()
 	b.observe(ctx, d.State)
 	observed = true
-	return &Token{b: b, ctx: ctx, d: d, epoch: e}, nil
+	return &Token{b: b, ctx: ctx, d: d, phase: e}, nil
 }
 
 // Token is one call admitted by Allow. Its Done is safe for concurrent use.
@@ -244,7 +244,7 @@ type Token struct {
 	b     *Breaker
 	ctx   context.Context
 	d     gate.Decision
-	epoch uint64
+	phase *phase
 	done  atomic.Bool
 }
 
@@ -255,7 +255,7 @@ func (t *Token) Done(err error) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
 	}
-	t.b.record(t.ctx, t.d, t.epoch, t.b.classify(t.ctx, err, nil))
+	t.b.record(t.ctx, t.d, t.phase, t.b.classify(t.ctx, err, nil))
 }
 
 // Probe reports whether the token holds a HalfOpen probe lease: its outcome
@@ -353,7 +353,7 @@ func (b *Breaker) classify(ctx context.Context, err error, failed func(error) bo
 // abandon records a call that did not return: a panic (p != nil) is a
 // failure and is re-raised; runtime.Goexit (p == nil, e.g. t.FailNow in a
 // test) gives the lease back like a cancellation.
-func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e uint64, p any) {
+func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e *phase, p any) {
 	if p == nil {
 		b.record(ctx, d, e, resCancelled)
 		return
@@ -365,8 +365,8 @@ func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e uint64, p any)
 // record reports r to the gate, counts it locally as the gate took it, and
 // observes the state the gate answers with. A success or failure the gate
 // ignored as stale is counted as Stale only, so the local counts never run
-// ahead of the gate's. e is the epoch of the counts the call was admitted in.
-func (b *Breaker) record(ctx context.Context, d gate.Decision, e uint64, r result) {
+// ahead of the gate's. e is the phase of the counts the call was admitted in.
+func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r result) {
 	if ctx.Err() != nil {
 		// The outcome must reach the gate even though the caller gave up,
 		// or a probe lease would stay taken until it expires.
@@ -390,13 +390,13 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e uint64, r resul
 			slog.String("breaker", b.name), slog.String("outcome", o.String()), slog.Any("err", err))
 		return
 	}
-	if !u.Applied && o != gate.Released {
-		b.counters.stale.Add(1)
-	} else {
+	counted := u.Applied || o == gate.Released
+	if counted {
 		b.counters.count(r)
-		b.tally.count(e, r)
+	} else {
+		b.counters.stale.Add(1)
 	}
-	b.tally.seen(u.Generation, u.State)
+	b.tally.settle(e, r, counted, u.Generation, u.State)
 	b.observe(ctx, u.State)
 }
 

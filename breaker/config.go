@@ -23,9 +23,9 @@ type Config struct {
 	// it uses in that gate, so breakers of the same name in different
 	// processes share one state.
 	Gate gate.ProviderGate
-	// Clock drives the default memory gate and timestamps state changes
-	// (default: the wall clock). It must stay nil when Gate is set: a
-	// provided gate keeps its own time.
+	// Clock drives the default memory gate and Interval, and timestamps
+	// state changes (default: the wall clock). It must stay nil when Gate
+	// is set: a provided gate keeps its own time.
 	Clock gate.Clock
 	// IsExcluded reports errors that say nothing about the dependency's
 	// health, such as validation errors. They are neither
@@ -67,7 +67,8 @@ type Config struct {
 	// thresholding capacity). It is kept by this Breaker, not the gate.
 	CountWindow int
 	// Interval, when set, starts the Counts again every Interval while
-	// Closed (gobreaker's Interval). The gate's own rules are unaffected.
+	// Closed (gobreaker's Interval), timed by Clock, else the wall clock.
+	// The gate's own rules are unaffected.
 	Interval time.Duration
 	// OnStateChange listeners are registered at creation, as by
 	// Breaker.OnStateChange.

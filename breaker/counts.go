@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
@@ -56,30 +57,41 @@ func (c Counts) SuccessRate() float64 {
 	return 0
 }
 
-// tally keeps the Counts of one breaker. Every call takes its lock twice
-// (admission and outcome), briefly and without allocating.
+// tally keeps the Counts of one breaker as a sequence of phases: one per
+// gate generation, and one per Interval while Closed. A call carries the
+// phase it was admitted in and is counted only while that phase is still
+// the current one. The success path reads one pointer and adds to atomics:
+// no lock and no allocation; a new phase (a state change, an Interval)
+// takes the lock and allocates.
 type tally struct {
-	mu       sync.Mutex
-	gen      uint64     // gate generation the counts belong to
-	state    gate.State // the state of that generation
-	epoch    uint64     // bumps at every restart; a call carries the one it was admitted in
-	until    time.Time  // end of the current Interval while Closed; zero when none
+	mu       sync.Mutex // serialises the start of phases
+	cur      atomic.Pointer[phase]
+	prev     atomic.Pointer[phase] // the phase of the previous generation
 	interval time.Duration
+	window   int
 	clock    gate.Clock // nil: time.Now
-	c        Counts
-	prev     Counts // the counts of the generation before this one
-	ring     []bool // last outcomes while Closed (true: failure), when CountWindow is set
-	pos, n   int
+}
+
+// phase holds the counts of one phase.
+type phase struct {
+	gen   uint64     // gate generation
+	state gate.State // the state of that generation
+	until time.Time  // end of the Interval while Closed; zero when none
+
+	requests, exclusions atomic.Uint64
+	runs                 runs
+
+	// ring holds the last outcomes while Closed (true: failure) when
+	// CountWindow is set; mu guards it and the totals over it.
+	mu               sync.Mutex
+	ring             []bool
+	pos, n           int
+	winSucc, winFail uint64
 }
 
 func newTally(interval time.Duration, window int, clock gate.Clock) *tally {
-	t := &tally{interval: interval, clock: clock}
-	if window > 0 {
-		t.ring = make([]bool, window)
-	}
-	if interval > 0 {
-		t.until = t.now().Add(interval)
-	}
+	t := &tally{interval: interval, window: window, clock: clock}
+	t.cur.Store(t.newPhase(0, gate.Closed))
 	return t
 }
 
@@ -90,139 +102,182 @@ func (t *tally) now() time.Time {
 	return time.Now()
 }
 
-// restart starts the counts again; t.mu is held.
-func (t *tally) restart() {
-	t.epoch++
-	t.c = Counts{}
-	t.pos, t.n = 0, 0
-	t.until = time.Time{}
-	if t.interval > 0 && t.state == gate.Closed {
-		t.until = t.now().Add(t.interval)
+func (t *tally) newPhase(gen uint64, st gate.State) *phase {
+	p := &phase{gen: gen, state: st}
+	if st == gate.Closed {
+		if t.window > 0 {
+			p.ring = make([]bool, t.window)
+		}
+		if t.interval > 0 {
+			p.until = t.now().Add(t.interval)
+		}
 	}
+	return p
 }
 
-// advance restarts the counts when the gate moved to a newer generation or
-// the Closed interval is over; t.mu is held.
-func (t *tally) advance(gen uint64, st gate.State) {
-	if gen > t.gen {
-		t.gen, t.state = gen, st
-		t.prev = t.c
-		t.restart()
-		return
-	}
-	if !t.until.IsZero() && t.state == gate.Closed && !t.now().Before(t.until) {
-		t.restart()
-	}
+// expired reports whether p is a Closed phase whose Interval is over.
+func (t *tally) expired(p *phase) bool {
+	return !p.until.IsZero() && !t.now().Before(p.until)
 }
 
-// admit counts an admitted call and returns the epoch it belongs to.
-func (t *tally) admit(d gate.Decision) uint64 {
+// next starts a new phase when gen is newer than the current one's, or its
+// Interval is over, and returns the current phase.
+func (t *tally) next(gen uint64, st gate.State) *phase {
 	t.mu.Lock()
-	t.advance(d.Generation, d.State)
-	t.c.Requests++
-	e := t.epoch
-	t.mu.Unlock()
-	return e
+	defer t.mu.Unlock()
+	p := t.cur.Load()
+	switch {
+	case gen > p.gen:
+		t.prev.Store(p)
+		p = t.newPhase(gen, st)
+		t.cur.Store(p)
+	case t.expired(p):
+		p = t.newPhase(p.gen, p.state)
+		t.cur.Store(p)
+	}
+	return p
 }
 
-// seen restarts the counts when an answer of the gate shows a newer
+// admit counts an admitted call and returns the phase it belongs to.
+func (t *tally) admit(d gate.Decision) *phase {
+	p := t.cur.Load()
+	if d.Generation > p.gen || (t.interval > 0 && t.expired(p)) {
+		p = t.next(d.Generation, d.State)
+	}
+	p.requests.Add(1)
+	return p
+}
+
+// seen starts a new phase when an answer of the gate shows a newer
 // generation.
 func (t *tally) seen(gen uint64, st gate.State) {
-	t.mu.Lock()
-	if gen > t.gen {
-		t.advance(gen, st)
+	if gen > t.cur.Load().gen {
+		t.next(gen, st)
 	}
-	t.mu.Unlock()
 }
 
-// add counts r into c (and the ring); t.mu is held.
-func (t *tally) add(c *Counts, r result, ring bool) {
+// add counts r.
+func (p *phase) add(r result) {
 	switch r {
 	case resSuccess, resFailure, resFatal:
 		failed := r != resSuccess
 		if failed {
-			c.TotalFailures++
-			c.ConsecutiveFailures++
-			c.ConsecutiveSuccesses = 0
+			p.runs.failure()
 		} else {
-			c.TotalSuccesses++
-			c.ConsecutiveSuccesses++
-			c.ConsecutiveFailures = 0
+			p.runs.success()
 		}
-		if ring && t.ring != nil && t.state == gate.Closed {
-			if t.n == len(t.ring) {
-				if t.ring[t.pos] {
-					c.TotalFailures--
-				} else {
-					c.TotalSuccesses--
-				}
+		if p.ring == nil {
+			return
+		}
+		p.mu.Lock()
+		if p.n == len(p.ring) {
+			if p.ring[p.pos] {
+				p.winFail--
 			} else {
-				t.n++
+				p.winSucc--
 			}
-			t.ring[t.pos] = failed
-			t.pos = (t.pos + 1) % len(t.ring)
+		} else {
+			p.n++
 		}
+		p.ring[p.pos] = failed
+		p.pos = (p.pos + 1) % len(p.ring)
+		if failed {
+			p.winFail++
+		} else {
+			p.winSucc++
+		}
+		p.mu.Unlock()
 	default:
-		c.TotalExclusions++
+		p.exclusions.Add(1)
 	}
 }
 
-// count counts the outcome of a call admitted in epoch e; an outcome from an
-// earlier epoch is dropped.
-func (t *tally) count(e uint64, r result) {
-	t.mu.Lock()
-	if e == t.epoch {
-		t.add(&t.c, r, true)
+// counts reads p. Each field is read atomically; calls finishing meanwhile
+// may be in some fields and not yet in others.
+func (p *phase) counts() Counts {
+	if p == nil {
+		return Counts{}
 	}
-	t.mu.Unlock()
+	c := Counts{
+		Requests:        p.requests.Load(),
+		TotalSuccesses:  p.runs.succ.Load(),
+		TotalFailures:   p.runs.fail.Load(),
+		TotalExclusions: p.exclusions.Load(),
+	}
+	c.ConsecutiveSuccesses, c.ConsecutiveFailures = p.runs.consecutive()
+	if p.ring != nil {
+		p.mu.Lock()
+		c.TotalSuccesses, c.TotalFailures = p.winSucc, p.winFail
+		p.mu.Unlock()
+	}
+	return c
 }
 
-// prospect returns the counts as they would be with one more failure of
-// epoch e, and false when e is no longer current.
-func (t *tally) prospect(e uint64) (Counts, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e != t.epoch || t.state != gate.Closed {
+// count counts the outcome r of a call admitted in phase p, unless a new
+// phase has started since.
+func (t *tally) count(p *phase, r result) {
+	if p == t.cur.Load() {
+		p.add(r)
+	}
+}
+
+// settle counts the outcome r of a call admitted in phase p when counted
+// (the gate took it) and p is still current, then starts a new phase when
+// the gate's answer shows a newer generation.
+func (t *tally) settle(p *phase, r result, counted bool, gen uint64, st gate.State) {
+	if counted {
+		t.count(p, r)
+	}
+	t.seen(gen, st)
+}
+
+// prospect returns the counts as they would be with one more failure in
+// phase p, and false when p is no longer current or not Closed.
+func (t *tally) prospect(p *phase) (Counts, bool) {
+	if p != t.cur.Load() || p.state != gate.Closed {
 		return Counts{}, false
 	}
-	c := t.c
+	c := p.counts()
 	c.TotalFailures++
 	c.ConsecutiveFailures++
 	c.ConsecutiveSuccesses = 0
-	if t.ring != nil && t.n == len(t.ring) {
-		if t.ring[t.pos] {
-			c.TotalFailures--
-		} else {
-			c.TotalSuccesses--
+	if p.ring != nil {
+		p.mu.Lock()
+		if p.n == len(p.ring) {
+			if p.ring[p.pos] {
+				c.TotalFailures--
+			} else {
+				c.TotalSuccesses--
+			}
 		}
+		p.mu.Unlock()
 	}
 	return c, true
 }
 
 // snapshot returns the current counts.
 func (t *tally) snapshot() Counts {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.advance(t.gen, t.state)
-	return t.c
+	p := t.cur.Load()
+	if t.interval > 0 && t.expired(p) {
+		p = t.next(p.gen, p.state)
+	}
+	return p.counts()
 }
 
 // ended returns the counts of the generation before the current one.
-func (t *tally) ended() Counts {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.prev
-}
+func (t *tally) ended() Counts { return t.prev.Load().counts() }
 
 // reset starts the counts again.
 func (t *tally) reset() {
 	t.mu.Lock()
-	t.restart()
+	p := t.cur.Load()
+	t.cur.Store(t.newPhase(p.gen, p.state))
 	t.mu.Unlock()
 }
 
-// Counts returns the counts of the current generation. It takes a short
-// lock and does no I/O.
+// Counts returns the counts of the current generation. It does no I/O, so a
+// listener may call it; each field is read atomically, and calls finishing
+// meanwhile may be in some fields and not yet in others.
 func (b *Breaker) Counts() Counts { return b.tally.snapshot() }
 
 // ResetCounts starts the counts of the current generation again, as a new

@@ -54,13 +54,10 @@ type Metrics struct {
 	LastStateChange time.Time
 }
 
-// counters are the atomics behind Metrics. The success path touches only
-// successes and consecSucc (and reads consecFail).
+// counters are the atomics behind Metrics. The success path adds to one
+// (runs.succ) and reads two others.
 type counters struct {
-	successes  atomic.Uint64
-	consecSucc atomic.Uint64
-	consecFail atomic.Uint64
-	failures   atomic.Uint64
+	runs       runs
 	excluded   atomic.Uint64
 	cancelled  atomic.Uint64
 	rejections atomic.Uint64
@@ -71,22 +68,51 @@ type counters struct {
 func (c *counters) count(r result) {
 	switch r {
 	case resSuccess:
-		c.successes.Add(1)
-		c.consecSucc.Add(1)
-		if c.consecFail.Load() != 0 {
-			c.consecFail.Store(0)
-		}
+		c.runs.success()
 	case resFailure, resFatal:
-		c.failures.Add(1)
-		c.consecFail.Add(1)
-		if c.consecSucc.Load() != 0 {
-			c.consecSucc.Store(0)
-		}
+		c.runs.failure()
 	case resExcluded:
 		c.excluded.Add(1)
 	case resCancelled:
 		c.cancelled.Add(1)
 	}
+}
+
+// runs counts successes and failures and the latest run of either with a
+// single read-modify-write per outcome: a run is the total minus the total
+// at the last outcome of the other kind, and that mark is written only when
+// it changes, so a steady stream of successes writes nothing but succ.
+type runs struct {
+	succ, fail         atomic.Uint64 // totals
+	succMark, failMark atomic.Uint64 // succ at the last failure, fail at the last success
+}
+
+func (r *runs) success() {
+	r.succ.Add(1)
+	if f := r.fail.Load(); r.failMark.Load() != f {
+		r.failMark.Store(f)
+	}
+}
+
+func (r *runs) failure() {
+	r.fail.Add(1)
+	if s := r.succ.Load(); r.succMark.Load() != s {
+		r.succMark.Store(s)
+	}
+}
+
+// consecutive returns the latest run: successes and failures since the last
+// outcome of the other kind (one of them is 0 but under concurrency).
+func (r *runs) consecutive() (succ, fail uint64) {
+	s, sm := r.succ.Load(), r.succMark.Load()
+	f, fm := r.fail.Load(), r.failMark.Load()
+	if s > sm {
+		succ = s - sm
+	}
+	if f > fm {
+		fail = f - fm
+	}
+	return succ, fail
 }
 
 // Metrics returns a snapshot of the breaker's counts. It takes no lock and
@@ -96,18 +122,17 @@ func (c *counters) count(r result) {
 func (b *Breaker) Metrics() Metrics {
 	c := &b.counters
 	m := Metrics{
-		Name:                 b.name,
-		State:                gate.State(b.seen.Load()),
-		Successes:            c.successes.Load(),
-		Failures:             c.failures.Load(),
-		Excluded:             c.excluded.Load(),
-		Cancelled:            c.cancelled.Load(),
-		Rejections:           c.rejections.Load(),
-		GateErrors:           c.gateErrors.Load(),
-		Stale:                c.stale.Load(),
-		ConsecutiveSuccesses: c.consecSucc.Load(),
-		ConsecutiveFailures:  c.consecFail.Load(),
+		Name:       b.name,
+		State:      gate.State(b.seen.Load()),
+		Successes:  c.runs.succ.Load(),
+		Failures:   c.runs.fail.Load(),
+		Excluded:   c.excluded.Load(),
+		Cancelled:  c.cancelled.Load(),
+		Rejections: c.rejections.Load(),
+		GateErrors: c.gateErrors.Load(),
+		Stale:      c.stale.Load(),
 	}
+	m.ConsecutiveSuccesses, m.ConsecutiveFailures = c.runs.consecutive()
 	m.TotalCalls = m.Successes + m.Failures + m.Excluded + m.Cancelled + m.Rejections + m.GateErrors + m.Stale
 	if t := b.lastChange.Load(); t != nil {
 		m.LastStateChange = *t
