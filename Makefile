@@ -9,6 +9,10 @@ GO ?= go
 # refreshed, instead of failing `make test` for an unrelated root change.
 BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
+# observe/otel is its own module too (so the library's go.mod names no
+# OpenTelemetry package), with the same replace and the same -mod=mod.
+OTEL_GO = cd observe/otel && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
+
 .PHONY: test demo bench lint cover soak soak-short
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
@@ -17,6 +21,7 @@ BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 test:
 	$(BENCH_GO) vet ./...
 	$(GO) test -race ./...
+	$(OTEL_GO) test -race ./...
 
 ## demo: run the quickstart: governed calls against in-process fake upstreams.
 demo:
@@ -48,6 +53,7 @@ lint:
 	fi
 	$(GO) vet ./...
 	$(BENCH_GO) vet ./...
+	$(OTEL_GO) vet ./...
 
 ## cover: test with a coverage profile (kept outside the tree) and print the
 ## total; `go tool cover -html=$(COVER_OUT)` shows it line by line.

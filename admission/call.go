@@ -124,7 +124,7 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		if allGate {
 			c.kind = "circuit_open"
 		}
-		if a.w.tr != nil {
+		if a.w.tr != nil && observe.Enabled(a.w.tr) {
 			c.wctx = ctx
 		}
 		reasons := rej.Map()

@@ -427,12 +427,12 @@ func TestNoContentRecorded(t *testing.T) {
 	for _, s := range r.spans.GetSpans() {
 		all = append(all, s.Name, s.Status.Description)
 		for _, kv := range s.Attributes {
-			all = append(all, kv.Value.Emit())
+			all = append(all, kv.Value.String())
 		}
 		for _, e := range s.Events {
 			all = append(all, e.Name)
 			for _, kv := range e.Attributes {
-				all = append(all, kv.Value.Emit())
+				all = append(all, kv.Value.String())
 			}
 		}
 	}
