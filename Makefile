@@ -13,7 +13,7 @@ BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 # OpenTelemetry package), with the same replace and the same -mod=mod.
 OTEL_GO = cd observe/otel && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
-.PHONY: test demo bench lint cover soak soak-short
+.PHONY: test demo bench lint cover soak soak-short demo-otel
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
 ## every test of the root module under the race detector. bench/ holds no
@@ -26,6 +26,12 @@ test:
 ## demo: run the quickstart: governed calls against in-process fake upstreams.
 demo:
 	$(GO) run ./examples/quickstart
+
+## demo-otel: the same kind of governed calls reported by the OpenTelemetry
+## observer (observe/otel): every span as the stdout exporter prints it, then
+## the trace drawn as a tree.
+demo-otel:
+	$(OTEL_GO) run ./example/quickstart
 
 ## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
 ## distributed comparison on a local redis-server when one exists) and print
