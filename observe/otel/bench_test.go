@@ -88,9 +88,11 @@ type benchCase struct {
 
 func benchCases(b *testing.B) []benchCase {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	syncTP := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() {
 		_ = tp.Shutdown(context.Background())
+		_ = syncTP.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
 	return []benchCase{
@@ -98,5 +100,6 @@ func benchCases(b *testing.B) []benchCase {
 		{name: "noop", opts: []pgw.Option{pgw.WithObserver(pgwotel.New(
 			pgwotel.WithTracerProvider(tracenoop.NewTracerProvider()), pgwotel.WithMeterProvider(metricnoop.NewMeterProvider())))}},
 		{name: "sdk", opts: []pgw.Option{pgw.WithObserver(pgwotel.New(pgwotel.WithTracerProvider(tp), pgwotel.WithMeterProvider(mp)))}},
+		{name: "sdk-sync", opts: []pgw.Option{pgw.WithObserver(pgwotel.New(pgwotel.WithTracerProvider(syncTP), pgwotel.WithMeterProvider(mp)))}},
 	}
 }

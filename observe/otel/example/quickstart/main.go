@@ -169,10 +169,10 @@ func printTree(w io.Writer, spans tracetest.SpanStubs) {
 	var walk func(s tracetest.SpanStub, depth int, start time.Time)
 	walk = func(s tracetest.SpanStub, depth int, start time.Time) {
 		indent := strings.Repeat("  ", depth)
-		fmt.Fprintf(w, "%s%-*s %-8s +%-6s %6s  %s\n", indent, 32-2*depth, s.Name, strings.ToUpper(s.SpanKind.String()),
+		fmt.Fprintf(w, "%s%-*s %-8s +%-8s %8s  %s\n", indent, 32-2*depth, s.Name, strings.ToUpper(s.SpanKind.String()),
 			ms(s.StartTime.Sub(start)), ms(s.EndTime.Sub(s.StartTime)), pick(s.Attributes))
 		for _, e := range s.Events {
-			fmt.Fprintf(w, "%s  · event %-18s +%-6s %s\n", indent, e.Name, ms(e.Time.Sub(start)), pick(e.Attributes))
+			fmt.Fprintf(w, "%s  · event %-18s +%-8s %s\n", indent, e.Name, ms(e.Time.Sub(start)), pick(e.Attributes))
 		}
 		children := kids[s.SpanContext.SpanID().String()]
 		sort.Slice(children, func(i, j int) bool { return children[i].StartTime.Before(children[j].StartTime) })
