@@ -95,6 +95,7 @@ type Observer struct {
 	waitDur    metric.Float64Histogram
 
 	servers sync.Map // base URL → serverAttrs
+	sets    attrSets // the attribute sets of pgw's own metrics
 }
 
 var (
@@ -216,17 +217,15 @@ func isNoopTracing(tp trace.TracerProvider) bool {
 
 // ObserveAttemptStart counts the attempt in flight.
 func (ob *Observer) ObserveAttemptStart(e observe.AttemptStart) {
-	ob.inFlight.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("scope", e.Scope), attribute.String("source", e.Source)))
+	ob.inFlight.Add(context.Background(), 1, ob.sets.get(e.Scope, e.Source, "", ""))
 }
 
 // ObserveAttempt counts the attempt by outcome, records its latency and
 // takes it out of flight.
 func (ob *Observer) ObserveAttempt(e observe.AttemptRecord) {
 	ctx := context.Background()
-	ss := metric.WithAttributes(attribute.String("scope", e.Scope), attribute.String("source", e.Source))
-	ob.attempts.Add(ctx, 1, metric.WithAttributes(
-		attribute.String("scope", e.Scope), attribute.String("source", e.Source), attribute.String("outcome", e.Outcome)))
+	ss := ob.sets.get(e.Scope, e.Source, "", "")
+	ob.attempts.Add(ctx, 1, ob.sets.get(e.Scope, e.Source, "outcome", e.Outcome))
 	ob.attemptDur.Record(ctx, e.Latency.Seconds(), ss)
 	ob.inFlight.Add(ctx, -1, ss)
 }
@@ -234,15 +233,14 @@ func (ob *Observer) ObserveAttempt(e observe.AttemptRecord) {
 // ObserveStateChange sets the breaker gauges.
 func (ob *Observer) ObserveStateChange(e observe.StateChange) {
 	ctx := context.Background()
-	ss := metric.WithAttributes(attribute.String("scope", e.Scope), attribute.String("source", e.Source))
+	ss := ob.sets.get(e.Scope, e.Source, "", "")
 	ob.state.Record(ctx, int64(e.To), ss)
 	ob.forced.Record(ctx, int64(e.Forced), ss)
 }
 
 // ObserveRejection counts the rejection by reason.
 func (ob *Observer) ObserveRejection(e observe.Rejection) {
-	ob.rejections.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("scope", e.Scope), attribute.String("source", e.Source), attribute.String("reason", e.Reason)))
+	ob.rejections.Add(context.Background(), 1, ob.sets.get(e.Scope, e.Source, "reason", e.Reason))
 }
 
 // ObserveWaitStart does nothing: a wait is reported when it ends.
@@ -250,11 +248,47 @@ func (ob *Observer) ObserveWaitStart(observe.WaitStart) {}
 
 // ObserveWaitEnd records how long the call waited.
 func (ob *Observer) ObserveWaitEnd(e observe.WaitEnd) {
-	ob.waitDur.Record(context.Background(), e.Waited.Seconds(), metric.WithAttributes(attribute.String("scope", e.Scope)))
+	ob.waitDur.Record(context.Background(), e.Waited.Seconds(), ob.sets.get(e.Scope, "", "", ""))
 }
 
 // ObserveCall counts the call by result.
 func (ob *Observer) ObserveCall(e observe.CallResult) {
-	ob.calls.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("scope", e.Scope), attribute.String("result", e.Result)))
+	ob.calls.Add(context.Background(), 1, ob.sets.get(e.Scope, "", "result", e.Result))
+}
+
+// attrSets keeps the attribute set of each label combination of pgw's own
+// metrics, built once: scope, source when not empty, and one more label.
+// The combinations are few (scopes × sources × outcomes), so the map only
+// grows to a small size.
+type attrSets struct {
+	mu   sync.RWMutex
+	sets map[setKey]metric.MeasurementOption
+}
+
+type setKey struct{ scope, source, key, value string }
+
+func (a *attrSets) get(scope, source, key, value string) metric.MeasurementOption {
+	k := setKey{scope, source, key, value}
+	a.mu.RLock()
+	o, ok := a.sets[k]
+	a.mu.RUnlock()
+	if ok {
+		return o
+	}
+	kvs := make([]attribute.KeyValue, 0, 3)
+	kvs = append(kvs, attribute.String("scope", scope))
+	if source != "" {
+		kvs = append(kvs, attribute.String("source", source))
+	}
+	if key != "" {
+		kvs = append(kvs, attribute.String(key, value))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	a.mu.Lock()
+	if a.sets == nil {
+		a.sets = make(map[setKey]metric.MeasurementOption)
+	}
+	a.sets[k] = o
+	a.mu.Unlock()
+	return o
 }
