@@ -9,7 +9,11 @@ GO ?= go
 # refreshed, instead of failing `make test` for an unrelated root change.
 BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
-.PHONY: test demo bench lint cover soak soak-short
+# observe/otel is its own module too (so the library's go.mod names no
+# OpenTelemetry package), with the same replace and the same -mod=mod.
+OTEL_GO = cd observe/otel && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
+
+.PHONY: test demo bench lint cover soak soak-short demo-otel
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
 ## every test of the root module under the race detector. bench/ holds no
@@ -17,10 +21,17 @@ BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 test:
 	$(BENCH_GO) vet ./...
 	$(GO) test -race ./...
+	$(OTEL_GO) test -race ./...
 
 ## demo: run the quickstart: governed calls against in-process fake upstreams.
 demo:
 	$(GO) run ./examples/quickstart
+
+## demo-otel: the same kind of governed calls reported by the OpenTelemetry
+## observer (observe/otel): every span as the stdout exporter prints it, then
+## the trace drawn as a tree.
+demo-otel:
+	$(OTEL_GO) run ./example/quickstart
 
 ## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
 ## distributed comparison on a local redis-server when one exists) and print
@@ -52,6 +63,8 @@ lint:
 	$(BENCH_GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(BENCH_GO) run $(STATICCHECK) ./...
+	$(OTEL_GO) vet ./...
+	$(OTEL_GO) run $(STATICCHECK) ./...
 
 ## cover: test with a coverage profile (kept outside the tree) and print the
 ## total; `go tool cover -html=$(COVER_OUT)` shows it line by line.

@@ -34,6 +34,8 @@ type Call struct {
 	naps    int
 	kind    string        // the wait's reason: circuit_open or quota_full
 	hint    time.Duration // the wait's expected length at its start
+
+	wctx context.Context // the waiting call's ctx, for a ContextObserver
 }
 
 // NewCall starts a call. stall bounds its waiting; nil means unbounded (never
@@ -122,6 +124,9 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		if allGate {
 			c.kind = "circuit_open"
 		}
+		if a.w.tr != nil && observe.Enabled(a.w.tr) {
+			c.wctx = ctx
+		}
 		reasons := rej.Map()
 		a.log.LogAttrs(ctx, slog.LevelInfo, "pgw: no source may run; waiting",
 			slog.String("scope", a.scope),
@@ -169,6 +174,13 @@ func (c *Call) leave(err error, source string) {
 			Scope: a.scope, Reason: c.kind, RetryAfter: c.hint, Waited: waited,
 			Naps: c.naps, Source: source, Err: err, At: now,
 		})
+	}
+	if c.wctx != nil {
+		a.w.tr.EndWait(c.wctx, observe.WaitEnd{
+			Scope: a.scope, Reason: c.kind, RetryAfter: c.hint, Waited: waited,
+			Naps: c.naps, Source: source, Err: err, At: now,
+		})
+		c.wctx = nil
 	}
 	c.naps = 0
 }

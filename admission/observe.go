@@ -46,6 +46,8 @@ type watch struct {
 	obs     observe.Full // nil: log only
 	names   []string     // the selector's sources, by index
 	seen    []watched    // by index, as names
+
+	tr observe.ContextObserver // obs's context methods; nil: none
 }
 
 // recordBit is the bit of a generation that names the record it counts
@@ -88,6 +90,7 @@ func newWatch(a *SourceAdmission, obs observe.Observer) *watch {
 		clock:   a.clock,
 		log:     a.log,
 		obs:     observe.AsFull(obs),
+		tr:      observe.AsContext(obs),
 		names:   make([]string, len(a.sel.sources)),
 		seen:    make([]watched, len(a.sel.sources)),
 	}

@@ -13,6 +13,13 @@
 // http.Flusher). Nop, Funcs, Multi, Async and the Prometheus collector
 // implement all of them (Full).
 //
+// ContextObserver is for tracers: it sees each call's and each attempt's
+// ctx at their start and hands back the ctx they run under (carrying a
+// span), and gets that ctx back at their end. The attempt's ctx reaches the
+// transport, which adds the headers of the ctx's AttemptHooks (the trace
+// context) to its request. The OpenTelemetry observer (observe/otel, a
+// module of its own) is one.
+//
 // # Delivery
 //
 // pgw calls an observer outside every lock of its own, on the goroutine of

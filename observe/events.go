@@ -57,6 +57,22 @@ type AttemptStart struct {
 	Probe bool
 	// At is when it began.
 	At time.Time
+	// Operation is the call's: one of the Operation… constants, empty for
+	// a custom function.
+	Operation string
+	// Model is the model the attempt asks for: the caller's, or else the
+	// source's configured one; empty when neither names one.
+	Model string
+	// BaseURL is the source's configured base URL (never its key).
+	BaseURL string
+	// Provider is the source's API dialect ("openai", "azure",
+	// "anthropic"); empty means OpenAI-compatible.
+	Provider string
+	// Priority is the source's priority tier.
+	Priority int
+	// State is the source's breaker state in the answer that admitted the
+	// attempt.
+	State gate.State
 }
 
 // AttemptRecord is one finished attempt of a governed call on one source.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -45,6 +46,7 @@ type wireChunk struct {
 	} `json:"choices"`
 	Usage *wireUsage `json:"usage"`
 	Error *wireError `json:"error"`
+	Model string     `json:"model"`
 }
 
 // wireCompletion is a non-streamed "chat.completion". Content is raw: a
@@ -59,6 +61,7 @@ type wireCompletion struct {
 	} `json:"choices"`
 	Usage *wireUsage `json:"usage"`
 	Error *wireError `json:"error"`
+	Model string     `json:"model"`
 }
 
 // ChatStream opens a streamed chat completion on src: POST
@@ -95,6 +98,7 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 		if err := decodeJSON(ctx, src, "chat", resp, &wc); err != nil {
 			return nil, err
 		}
+		observe.NoteResponseModel(ctx, wc.Model)
 		chunk, err := wc.chunk(src)
 		if err != nil {
 			return nil, err
@@ -209,6 +213,9 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 		var wc wireChunk
 		if err := json.Unmarshal(data, &wc); err != nil {
 			return transport.ChatChunk{}, s.fail(fmt.Errorf("openai: source %q: decode chat chunk %d: %w", s.src.Name, s.delivered+1, err))
+		}
+		if s.delivered == 0 {
+			observe.NoteResponseModel(s.ctx, wc.Model)
 		}
 		if wc.Error != nil {
 			return transport.ChatChunk{}, s.fail(&UpstreamError{Source: s.src.Name, Message: sanitize(wc.Error.text(), s.src.APIKey.Reveal())})

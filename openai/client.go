@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -116,6 +117,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 	if src.APIKey.IsSet() {
 		req.Header.Set("Authorization", "Bearer "+src.APIKey.Reveal())
 	}
+	observe.InjectHeaders(ctx, req.Header) // an observer's trace context
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

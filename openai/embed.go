@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -26,6 +27,7 @@ type embedResponse struct {
 	Data  []wireEmbedding `json:"data"`
 	Usage *wireUsage      `json:"usage"`
 	Error *wireError      `json:"error"`
+	Model string          `json:"model"`
 }
 
 // Embed embeds one batch on src: POST {BaseURL}/embeddings with the inputs
@@ -51,6 +53,7 @@ func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.
 	if err := decodeJSON(ctx, src, "embeddings", resp, &er); err != nil {
 		return transport.EmbedResponse{}, err
 	}
+	observe.NoteResponseModel(ctx, er.Model)
 	if er.Error != nil {
 		return transport.EmbedResponse{}, &UpstreamError{Source: src.Name, Message: sanitize(er.Error.text(), src.APIKey.Reveal())}
 	}

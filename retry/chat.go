@@ -56,7 +56,7 @@ func NewChat(l *Loop, tr transport.ChatTransport, opt ChatOptions) *Chat {
 // Recv. The stream holds the source's admission (probe lease, permit, pacer
 // slot) until it ends — io.EOF, an error, or Close — so Close must be called.
 func (c *Chat) Stream(ctx context.Context, req transport.ChatRequest) (*Stream, error) {
-	return run(ctx, c.l, estimateChat(req), true, func(actx context.Context, src config.Source, h *hold) (*Stream, transport.Usage, error) {
+	return runOp(ctx, c.l, opChat, req.Model, estimateChat(req), true, func(actx context.Context, src config.Source, h *hold) (*Stream, transport.Usage, error) {
 		return c.open(ctx, actx, src, req, h)
 	})
 }

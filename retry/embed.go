@@ -58,7 +58,7 @@ func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transpor
 			return
 		}
 		sub := transport.EmbedRequest{Inputs: req.Inputs[lo:hi], Model: req.Model}
-		resp, err := run(ctx, e.l, estimateEmbed(sub.Inputs), e.l.demote,
+		resp, err := runOp(ctx, e.l, opEmbeddings, req.Model, estimateEmbed(sub.Inputs), e.l.demote,
 			func(actx context.Context, src config.Source, _ *hold) (transport.EmbedResponse, transport.Usage, error) {
 				r, err := e.tr.Embed(actx, src, sub)
 				if err == nil && len(r.Vectors) != len(sub.Inputs) {

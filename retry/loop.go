@@ -77,6 +77,7 @@ type Loop struct {
 	deliveries  Deliveries
 	minBatch    int
 	obs         observe.Full // nil: no observer
+	tr          observe.ContextObserver
 }
 
 // New builds the loop of cfg.Scope.
@@ -102,6 +103,7 @@ func New(cfg Config) (*Loop, error) {
 		rand:        cfg.Rand,
 		log:         cfg.Logger,
 		obs:         observe.AsFull(cfg.Observer),
+		tr:          observe.AsContext(cfg.Observer),
 	}
 	if l.classify == nil {
 		l.classify = Classify
@@ -213,10 +215,17 @@ type attemptFunc[T any] func(ctx context.Context, src config.Source, h *hold) (T
 // result reported to the observer (by the stream instead, when a chat stream
 // took the call over).
 func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
+	return runOp(ctx, l, "", "", estTokens, demote, attempt)
+}
+
+// runOp is run for a call of operation op (observe.Operation…) asking for
+// model (empty: each source's), as the observer is told.
+func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
 	rep := l.newReport()
 	if rep == nil {
 		return rounds(ctx, l, estTokens, demote, attempt, nil)
 	}
+	ctx = rep.begin(ctx, op, model)
 	returned := false
 	defer func() {
 		if !returned { // an attempt panicked; the panic goes on
@@ -299,6 +308,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 // in a defer, so a panic in the attempt leaks nothing and propagates.
 func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T], ar *attemptReport) (v T, class Class, err error) {
 	src := l.sources[t.Source]
+	ctx = ar.context(ctx)
 	actx, cancel := context.WithCancel(ctx)
 	if src.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, src.Timeout)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
@@ -24,6 +25,11 @@ var errPanicked = errors.New("pgw/retry: the attempt panicked")
 // the call's result last.
 type report struct {
 	o        observe.Full
+	tr       observe.ContextObserver // nil: o follows no contexts
+	ctx      context.Context         // the call's, from tr.StartCall
+	op       string                  // observe.Operation…
+	model    string                  // the caller's model; empty: each source's
+	sources  map[string]config.Source
 	scope    string
 	clock    gate.Clock
 	start    time.Time
@@ -36,13 +42,29 @@ func (l *Loop) newReport() *report {
 	if !observe.Enabled(l.obs) {
 		return nil
 	}
-	return &report{o: l.obs, scope: l.scope, clock: l.clock, start: l.clock.Now()}
+	return &report{o: l.obs, tr: l.tr, sources: l.sources, scope: l.scope, clock: l.clock, start: l.clock.Now()}
+}
+
+// begin hands the call's ctx to a ContextObserver and returns the ctx the
+// call runs under.
+func (r *report) begin(ctx context.Context, op, model string) context.Context {
+	if r == nil {
+		return ctx
+	}
+	r.op, r.model = op, model
+	if r.tr == nil {
+		return ctx
+	}
+	r.ctx = r.tr.StartCall(ctx, observe.CallStart{Scope: r.scope, Operation: op, Model: model, At: r.start})
+	return r.ctx
 }
 
 // attemptReport is one attempt's record in the making.
 type attemptReport struct {
-	r   *report
-	rec observe.AttemptRecord
+	r     *report
+	rec   observe.AttemptRecord
+	start observe.AttemptStart
+	ctx   context.Context // from r.tr.StartAttempt; nil without one
 }
 
 // beginAttempt reports the start of attempt n on t's source.
@@ -52,10 +74,27 @@ func (r *report) beginAttempt(t *admission.Ticket, n int) *attemptReport {
 	}
 	r.attempts, r.source = n, t.Source
 	now := r.clock.Now()
-	r.o.ObserveAttemptStart(observe.AttemptStart{Scope: r.scope, Source: t.Source, Attempt: n, Probe: t.Decision.Probe, At: now})
-	return &attemptReport{r: r, rec: observe.AttemptRecord{
+	src := r.sources[t.Source]
+	model := r.model
+	if model == "" {
+		model = src.Model
+	}
+	ev := observe.AttemptStart{Scope: r.scope, Source: t.Source, Attempt: n, Probe: t.Decision.Probe, At: now,
+		Operation: r.op, Model: model, BaseURL: src.BaseURL, Priority: src.Priority, State: t.Decision.State}
+	r.o.ObserveAttemptStart(ev)
+	return &attemptReport{r: r, start: ev, rec: observe.AttemptRecord{
 		Scope: r.scope, Source: t.Source, Attempt: n, Probe: t.Decision.Probe, Start: now,
 	}}
+}
+
+// context hands the attempt's ctx to a ContextObserver and returns the ctx
+// the attempt runs under.
+func (a *attemptReport) context(ctx context.Context) context.Context {
+	if a == nil || a.r.tr == nil {
+		return ctx
+	}
+	a.ctx = a.r.tr.StartAttempt(ctx, a.start)
+	return a.ctx
 }
 
 // firstChunk notes that the attempt's first chunk arrived.
@@ -78,6 +117,9 @@ func (a *attemptReport) end(outcome string, err error, usage transport.Usage) {
 		rec.Status, rec.RetryAfter = he.StatusCode, he.RetryAfter
 	}
 	a.r.o.ObserveAttempt(rec)
+	if a.ctx != nil {
+		a.r.tr.EndAttempt(a.ctx, rec)
+	}
 }
 
 // end reports the call's result.
@@ -85,10 +127,14 @@ func (r *report) end(result string, err error) {
 	if r == nil {
 		return
 	}
-	r.o.ObserveCall(observe.CallResult{
+	res := observe.CallResult{
 		Scope: r.scope, Result: result, Source: r.source, Attempts: r.attempts, Err: err,
 		Start: r.start, Duration: r.clock.Now().Sub(r.start),
-	})
+	}
+	r.o.ObserveCall(res)
+	if r.ctx != nil {
+		r.tr.EndCall(r.ctx, res)
+	}
 }
 
 // outcomeOf is an ended attempt's AttemptRecord.Outcome.
@@ -124,3 +170,10 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 	}
 	return observe.ResultError
 }
+
+// The operations of the typed loops, as the observer is told.
+const (
+	opChat       = observe.OperationChat
+	opEmbeddings = observe.OperationEmbeddings
+	opOCR        = observe.OperationOCR
+)

@@ -29,7 +29,7 @@ func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
 // OCR reads one image. No token estimate is reserved (the size of an image
 // in tokens is the provider's business); the reported usage is settled.
 func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
-	return run(ctx, o.l, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
+	return runOp(ctx, o.l, opOCR, req.Model, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
 		r, err := o.tr.OCR(actx, src, req)
 		return r, r.Usage, err
 	})

@@ -91,6 +91,8 @@ type Request struct {
 	ImageURL string
 	// Inputs are the inputs of an embeddings request.
 	Inputs []string
+	// Header is a copy of the request's headers.
+	Header http.Header
 }
 
 // Upstream is a fake OpenAI-compatible API on a loopback httptest server:
@@ -264,7 +266,7 @@ func (u *Upstream) serveChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Reply{Status: http.StatusBadRequest, Message: "body must be a chat request with messages", Code: "invalid_request_error"})
 		return
 	}
-	req := Request{Endpoint: Chat, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Body: body,
+	req := Request{Endpoint: Chat, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Body: body, Header: r.Header.Clone(),
 		Model: cb.Model, Stream: cb.Stream, IncludeUsage: cb.StreamOptions != nil && cb.StreamOptions.IncludeUsage}
 	var prompt []string
 	for _, m := range cb.Messages {
@@ -414,7 +416,7 @@ func (u *Upstream) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Reply{Status: http.StatusBadRequest, Message: "input must be a string or a non-empty array of strings", Code: "invalid_request_error"})
 		return
 	}
-	req := Request{Endpoint: Embeddings, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Body: body, Model: eb.Model, Inputs: inputs}
+	req := Request{Endpoint: Embeddings, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Body: body, Model: eb.Model, Inputs: inputs, Header: r.Header.Clone()}
 	reply := u.admit(req)
 	if reply.RetryAfter != "" {
 		w.Header().Set("Retry-After", reply.RetryAfter)

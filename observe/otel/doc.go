@@ -1,0 +1,91 @@
+// Package otel reports what pgw does as OpenTelemetry traces and metrics.
+// Hand New's observer to the gateway:
+//
+//	gw, err := pgw.NewFromEnv(ctx, pgw.WithObserver(otel.New()))
+//
+// With no options it uses the global TracerProvider and MeterProvider
+// (otel.SetTracerProvider, otel.SetMeterProvider), including ones set after
+// New; WithTracerProvider and WithMeterProvider name others. It is its own
+// Go module, so that only programs that import it depend on OpenTelemetry.
+//
+// # Semantic conventions
+//
+// The GenAI attributes and metrics follow the OpenTelemetry semantic
+// conventions version 1.41.0 (SemConvVersion; the GenAI conventions have
+// Development status and are now kept apart from the general ones). The
+// tracer and meter carry that version's schema URL.
+//
+// # Spans
+//
+// A governed call is one trace fragment, a child of the span in the
+// caller's ctx (a root span when there is none):
+//
+//	pgw.call                      INTERNAL  pgw.scope, pgw.operation, gen_ai.request.model,
+//	│                                       pgw.result, pgw.attempts, pgw.source,
+//	│                                       pgw.waited (s), pgw.waits, error.type
+//	│  event pgw.wait                       pgw.wait.reason, pgw.wait.expected (s),
+//	│                                       pgw.wait.duration (s), pgw.wait.naps, pgw.source
+//	├─ chat gpt-4o-mini           CLIENT    one span per attempt, named
+//	└─ chat gpt-4o-mini           CLIENT    "{gen_ai.operation.name} {gen_ai.request.model}"
+//
+// An attempt's span carries gen_ai.operation.name ("chat" for chat and OCR,
+// "embeddings"), gen_ai.provider.name, gen_ai.request.model,
+// gen_ai.response.model (as the upstream names it), gen_ai.usage.input_tokens
+// and gen_ai.usage.output_tokens, gen_ai.response.time_to_first_chunk (s) for
+// a streamed answer, server.address and server.port (from the source's base
+// URL), http.response.status_code and error.type (the status code, or pgw's
+// outcome class) when it failed, and pgw's own: pgw.scope, pgw.source,
+// pgw.priority (the source's tier), pgw.breaker.state (the breaker's state
+// when it admitted the attempt), pgw.probe (the attempt held the half-open
+// probe lease), pgw.attempt (from 1), pgw.outcome (success, failure,
+// throttle, fatal, caller_error, canceled, abandoned, panic) and
+// pgw.retry_after (s; the upstream's Retry-After, which pgw honoured by
+// holding the source off). The attempt of a custom function (pgw.Call) is a
+// "pgw.attempt" span without gen_ai attributes.
+//
+// A streamed chat answer's attempt span, and the call's, end when the stream
+// ends: at io.EOF, an error, or Close.
+//
+// The attempt's ctx carries its span down to the transport: the default
+// transports write it into the request as W3C trace context (traceparent),
+// so the upstream's spans join the caller's trace. A custom function given
+// to pgw.Call gets the same ctx and may do the same with its own client.
+//
+// Spans and their timestamps come from the events pgw reports; the wall
+// clock is never read twice for one moment.
+//
+// # Content
+//
+// No prompt, completion or upstream error text is recorded. The observer
+// never sees the messages or the answer, only counts, names and timings;
+// an error is recorded by its type (error.type), not its message.
+//
+// # Metrics
+//
+//	gen_ai.client.operation.duration             histogram, s         per attempt of a GenAI operation
+//	gen_ai.client.token.usage                    histogram, {token}   gen_ai.token.type input / output
+//	gen_ai.client.operation.time_to_first_chunk  histogram, s         streamed answers
+//	pgw_attempts_total{scope,source,outcome}     counter
+//	pgw_gate_rejections_total{scope,source,reason} counter
+//	pgw_calls_total{scope,result}                counter
+//	pgw_breaker_state{scope,source}              gauge: 0 closed, 1 open, 2 half_open
+//	pgw_breaker_forced{scope,source}             gauge: 0 none, 1 forced open, 2 forced closed
+//	pgw_in_flight{scope,source}                  up-down counter: attempts running
+//	pgw_attempt_duration_seconds{scope,source}   histogram, s
+//	pgw_wait_duration_seconds{scope}             histogram, s
+//
+// The GenAI histograms use the conventions' bucket advice (DurationBuckets,
+// TokenBuckets) and carry gen_ai.operation.name, gen_ai.provider.name,
+// gen_ai.request.model, gen_ai.response.model, server.address, server.port
+// and error.type. pgw's own metrics have the names and labels observe/prom
+// gives them, so dashboards read either.
+//
+// # Cost
+//
+// pgw asks the observer once per call whether it is enabled. While the
+// TracerProvider is a no-op (the global one before it is set, or an
+// explicit no-op) and no metric reader takes pgw's metrics, it says no, and
+// the call builds no reports at all. The observer is called synchronously;
+// do not wrap it in observe.Async, whose queue keeps the events but loses
+// the contexts that carry the spans.
+package otel

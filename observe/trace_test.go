@@ -1,0 +1,73 @@
+package observe_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/pgw-go/pgw/observe"
+)
+
+type keyA struct{}
+
+// ctxObs is a ContextObserver that adds its name to a list in the ctx.
+type ctxObs struct {
+	observe.Nop
+	name string
+}
+
+func chain(ctx context.Context, name string) context.Context {
+	prev, _ := ctx.Value(keyA{}).(string)
+	return context.WithValue(ctx, keyA{}, prev+name)
+}
+
+func (o ctxObs) StartCall(ctx context.Context, _ observe.CallStart) context.Context {
+	return chain(ctx, o.name)
+}
+func (o ctxObs) StartAttempt(ctx context.Context, _ observe.AttemptStart) context.Context {
+	return chain(ctx, o.name)
+}
+func (ctxObs) EndAttempt(context.Context, observe.AttemptRecord) {}
+func (ctxObs) EndWait(context.Context, observe.WaitEnd)          {}
+func (ctxObs) EndCall(context.Context, observe.CallResult)       {}
+
+func TestAsContext(t *testing.T) {
+	assert.Nil(t, observe.AsContext(nil))
+	assert.Nil(t, observe.AsContext(observe.Nop{}))
+	assert.Nil(t, observe.AsContext(observe.Multi(observe.Nop{}, observe.Funcs{})), "a Multi of plain observers follows no ctx")
+	assert.NotNil(t, observe.AsContext(ctxObs{name: "a"}))
+
+	m := observe.AsContext(observe.Multi(ctxObs{name: "a"}, observe.Nop{}, ctxObs{name: "b"}))
+	if assert.NotNil(t, m) {
+		ctx := m.StartCall(context.Background(), observe.CallStart{})
+		assert.Equal(t, "ab", ctx.Value(keyA{}), "each member's ctx is handed to the next")
+		ctx = m.StartAttempt(ctx, observe.AttemptStart{})
+		assert.Equal(t, "abab", ctx.Value(keyA{}))
+	}
+}
+
+type hooks struct {
+	name   string
+	models *[]string
+}
+
+func (h hooks) InjectHeaders(hd http.Header)   { hd.Add("X-Hook", h.name) }
+func (h hooks) NoteResponseModel(model string) { *h.models = append(*h.models, h.name+":"+model) }
+
+func TestAttemptHooks(t *testing.T) {
+	hd := http.Header{}
+	observe.InjectHeaders(context.Background(), hd) // no hooks: nothing
+	assert.Empty(t, hd)
+	observe.NoteResponseModel(context.Background(), "m")
+
+	var models []string
+	ctx := observe.WithAttemptHooks(context.Background(), hooks{"outer", &models})
+	ctx = observe.WithAttemptHooks(ctx, hooks{"inner", &models})
+	observe.InjectHeaders(ctx, hd)
+	assert.Equal(t, []string{"inner", "outer"}, hd.Values("X-Hook"))
+	observe.NoteResponseModel(ctx, "gpt-x")
+	observe.NoteResponseModel(ctx, "") // nothing named: not reported
+	assert.Equal(t, []string{"inner:gpt-x", "outer:gpt-x"}, models)
+}
