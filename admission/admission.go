@@ -148,8 +148,8 @@ func New(cfg Config) (*SourceAdmission, error) {
 	if cfg.Balance == "" {
 		cfg.Balance = DefaultBalance
 	}
-	if err := checkBalance(cfg.Balance); err != nil {
-		bad = append(bad, err.Error())
+	if p := checkBalance(cfg.Balance); p != "" {
+		bad = append(bad, p)
 	}
 	if cfg.LatencyDecay < 0 {
 		bad = append(bad, fmt.Sprintf("LatencyDecay=%v (legal: > 0, or 0 for %v)", cfg.LatencyDecay, DefaultLatencyDecay))

@@ -48,12 +48,13 @@ const minQuantileSamples = 20
 // call onto a source it knows nothing about while the first ones run.
 const unmeasuredBusyCost = time.Hour
 
-func checkBalance(b Balance) error {
+// checkBalance returns the problem with b, or "".
+func checkBalance(b Balance) string {
 	switch b {
 	case BalanceWeighted, BalanceLatency:
-		return nil
+		return ""
 	}
-	return fmt.Errorf("Balance=%q (legal: %q or %q)", b, BalanceWeighted, BalanceLatency)
+	return fmt.Sprintf("Balance=%q (legal: %q or %q)", b, BalanceWeighted, BalanceLatency)
 }
 
 // Latency is one process's view of how fast each source of a scope answers:
