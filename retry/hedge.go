@@ -254,10 +254,13 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 
 	var timerC <-chan time.Time
 	stop := func() bool { return false }
+	// Each delay that runs out is one chance to hedge, used whether or not
+	// a hedge could start: a call never polls for a source to hedge on.
+	chances := hc.h.max - hc.fired
 	arm := func(source string) {
 		stop()
 		timerC = nil
-		if hc.fired >= hc.h.max || *attempts >= l.maxAttempts {
+		if chances <= 0 || hc.fired >= hc.h.max || *attempts >= l.maxAttempts {
 			return
 		}
 		if d, ok := hc.h.delay(l.adm.Latency(), source); ok {
@@ -301,6 +304,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		select {
 		case <-timerC:
 			timerC = nil
+			chances--
 			l.fireHedge(ctx, hc, first.Source, legs, attempts, start, &running)
 			arm(legs[len(legs)-1].t.Source)
 		case r := <-out:

@@ -23,33 +23,32 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// manualTimer is a HedgeTimer fired by hand: armed reports each delay asked.
+// manualTimer is a HedgeTimer fired by hand: armed holds each timer armed,
+// in order.
 type manualTimer struct {
-	armed chan time.Duration
-	mu    sync.Mutex
-	last  chan time.Time
+	armed chan armedTimer
 }
 
-func newManualTimer() *manualTimer { return &manualTimer{armed: make(chan time.Duration, 16)} }
+type armedTimer struct {
+	d time.Duration
+	c chan time.Time
+}
+
+func newManualTimer() *manualTimer { return &manualTimer{armed: make(chan armedTimer, 16)} }
 
 func (m *manualTimer) timer(d time.Duration) (<-chan time.Time, func() bool) {
 	ch := make(chan time.Time, 1)
-	m.mu.Lock()
-	m.last = ch
-	m.mu.Unlock()
-	m.armed <- d
+	m.armed <- armedTimer{d, ch}
 	return ch, func() bool { return true }
 }
 
-// fire waits for the race to arm its timer and fires it.
+// fire waits for the next timer a race arms and fires it.
 func (m *manualTimer) fire(t *testing.T) time.Duration {
 	t.Helper()
 	select {
-	case d := <-m.armed:
-		m.mu.Lock()
-		m.last <- time.Now()
-		m.mu.Unlock()
-		return d
+	case a := <-m.armed:
+		a.c <- time.Now()
+		return a.d
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hedge timer was never armed")
 		return 0
@@ -477,6 +476,7 @@ func TestHedgeSkipsWhenNoOtherSourceIsAdmitted(t *testing.T) {
 	s := <-done
 	require.NoError(t, s.Close())
 	assert.Equal(t, []string{"skipped_no_source:<s1"}, e.hedgeEvents())
+	assert.Empty(t, e.timer.armed, "the chance is spent: the call does not poll for a source")
 	b, ok := e.loop.HedgeBudget()
 	require.True(t, ok)
 	assert.InDelta(t, 10, b, 1e-9, "a hedge that could not start costs nothing")
@@ -530,10 +530,70 @@ func TestHedgeAdaptiveDelayIsTheSourcesQuantile(t *testing.T) {
 	_, err = retry.Run(context.Background(), e.loop, 0, fn)
 	require.NoError(t, err)
 	select {
-	case d := <-e.timer.armed:
+	case a := <-e.timer.armed:
 		// 100 samples: the newest 1..100 ms plus the first call's 0.
-		assert.InDelta(t, float64(90*time.Millisecond), float64(d), float64(2*time.Millisecond))
+		assert.InDelta(t, float64(90*time.Millisecond), float64(a.d), float64(2*time.Millisecond))
 	default:
 		t.Fatal("with 20 samples the adaptive delay arms the timer")
 	}
+}
+
+// slowS1 never answers on s1 (until its ctx ends) and answers at once on s2.
+type slowS1 struct{}
+
+func (slowS1) Embed(ctx context.Context, src transport.Source, req transport.EmbedRequest) (transport.EmbedResponse, error) {
+	if src.Name == "s1" {
+		<-ctx.Done()
+		return transport.EmbedResponse{}, ctx.Err()
+	}
+	out := transport.EmbedResponse{Usage: transport.Usage{TotalTokens: 2}}
+	for range req.Inputs {
+		out.Vectors = append(out.Vectors, []float32{1})
+	}
+	return out, nil
+}
+
+func (slowS1) OCR(ctx context.Context, src transport.Source, req transport.OCRRequest) (transport.OCRResponse, error) {
+	if src.Name == "s1" {
+		<-ctx.Done()
+		return transport.OCRResponse{}, ctx.Err()
+	}
+	return transport.OCRResponse{Text: "page@" + src.Name}, nil
+}
+
+func TestHedgeEmbedSubBatchesAndOCRPagesEachHedge(t *testing.T) {
+	e := newHedgeEnv(t, func(sc *config.ScopeSettings) {
+		for i := range sc.Sources {
+			sc.Sources[i].BatchSize = 1
+		}
+	})
+	emb := retry.NewEmbed(e.loop, slowS1{}, 2)
+	done := make(chan error, 1)
+	go func() {
+		r, err := emb.Embed(context.Background(), transport.EmbedRequest{Inputs: []string{"a", "b"}})
+		if err == nil && len(r.Vectors) != 2 {
+			err = errors.New("missing vectors")
+		}
+		done <- err
+	}()
+	e.timer.fire(t)
+	e.timer.fire(t)
+	require.NoError(t, <-done)
+	e.requireGivenBack(t)
+
+	ocr := retry.NewOCR(e.loop, slowS1{}, 2)
+	go func() {
+		r, err := ocr.Pages(context.Background(), []transport.OCRRequest{{}, {}})
+		if err == nil && (r[0].Text != "page@s2" || r[1].Text != "page@s2") {
+			err = errors.New("pages not from the hedge")
+		}
+		done <- err
+	}()
+	e.timer.fire(t)
+	e.timer.fire(t)
+	require.NoError(t, <-done)
+	e.requireGivenBack(t)
+	ev := e.hedgeEvents()
+	assert.Len(t, ev, 8, "fired and won for each of 2 sub-batches and 2 pages: %v", ev)
+	assert.Equal(t, []int64{0, 0, 0, 0}, e.settles.of("s1"))
 }
