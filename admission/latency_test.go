@@ -161,3 +161,26 @@ func TestBalanceIsValidated(t *testing.T) {
 	assert.Contains(t, err.Error(), `Balance="fastest" (legal: "weighted" or "latency")`)
 	assert.Contains(t, err.Error(), "LatencyDecay=-1ns")
 }
+
+func TestLatencyBalanceKeepsInCallDemotion(t *testing.T) {
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(5)),
+		withSources(admission.Source{Name: "fast"}, admission.Source{Name: "slow"}))
+	f.adm.Latency().Observe("fast", 10*time.Millisecond)
+	f.adm.Latency().Observe("slow", time.Second)
+	tk, _, err := f.adm.Pick(context.Background(), map[string]int{"fast": 1}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "slow", tk.Source, "a source that failed in this call goes last, however fast")
+	require.NoError(t, tk.Done(context.Background(), admission.Result{}))
+	tk, _, err = f.adm.Pick(context.Background(), nil, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "fast", tk.Source)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{}))
+}
+
+func TestLatencyBalanceStaysWithinThePriorityTier(t *testing.T) {
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(6)),
+		withSources(admission.Source{Name: "main"}, admission.Source{Name: "backup", Priority: 1}))
+	f.adm.Latency().Observe("main", time.Second)
+	f.adm.Latency().Observe("backup", time.Millisecond)
+	assert.Equal(t, map[string]int{"main": 10}, firstPicks(t, f, 10), "a faster backup tier is not preferred")
+}

@@ -512,6 +512,13 @@ func TestHedgeBudgetStopsHedgingWhenSpent(t *testing.T) {
 	// one for the 14th.
 	assert.Equal(t, 13, hedged)
 	e.requireGivenBack(t)
+	skipped := 0
+	for _, ev := range e.hedgeEvents() {
+		if ev == "skipped_budget:<s1" {
+			skipped++
+		}
+	}
+	assert.Equal(t, 1, skipped, "the 14th call found the budget spent")
 }
 
 func TestHedgeAdaptiveDelayIsTheSourcesQuantile(t *testing.T) {
