@@ -17,9 +17,9 @@ func withBalance(b admission.Balance) fixtureOpt {
 	return func(c *admission.Config) { c.Balance = b }
 }
 
-// seeded is a deterministic rand for the admission.
-func seeded(seed uint64) func() float64 {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+// fixedRand is a deterministic rand for the admission, one stream per n.
+func fixedRand(n uint64) func() float64 {
+	r := rand.New(rand.NewPCG(n, n^0x9e3779b97f4a7c15))
 	return r.Float64
 }
 
@@ -39,7 +39,7 @@ func firstPicks(t *testing.T, f *fixture, n int) map[string]int {
 }
 
 func TestLatencyBalancePrefersTheFasterSource(t *testing.T) {
-	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(1)),
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(fixedRand(1)),
 		withSources(admission.Source{Name: "fast"}, admission.Source{Name: "slow"}))
 	lat := f.adm.Latency()
 	lat.Observe("fast", 50*time.Millisecond)
@@ -49,7 +49,7 @@ func TestLatencyBalancePrefersTheFasterSource(t *testing.T) {
 }
 
 func TestWeightedBalanceIgnoresLatency(t *testing.T) {
-	f := newFixture(t, withRand(seeded(1)),
+	f := newFixture(t, withRand(fixedRand(1)),
 		withSources(admission.Source{Name: "fast"}, admission.Source{Name: "slow"}))
 	assert.Equal(t, admission.BalanceWeighted, f.adm.Balance())
 	f.adm.Latency().Observe("fast", 50*time.Millisecond)
@@ -59,7 +59,7 @@ func TestWeightedBalanceIgnoresLatency(t *testing.T) {
 }
 
 func TestLatencyBalanceCountsAttemptsInFlight(t *testing.T) {
-	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(2)),
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(fixedRand(2)),
 		withSources(admission.Source{Name: "a"}, admission.Source{Name: "b"}))
 	lat := f.adm.Latency()
 	lat.Observe("a", 100*time.Millisecond)
@@ -82,7 +82,7 @@ func TestLatencyBalanceCountsAttemptsInFlight(t *testing.T) {
 }
 
 func TestLatencyBalanceTriesARecoveredSourceAgain(t *testing.T) {
-	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(3)),
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(fixedRand(3)),
 		withSources(admission.Source{Name: "a"}, admission.Source{Name: "b"}))
 	lat := f.adm.Latency()
 	lat.Observe("a", 2*time.Second) // a was slow once
@@ -139,7 +139,7 @@ func TestLatencyQuantileNeedsTwentySamples(t *testing.T) {
 }
 
 func TestLatencyBalanceAvoidsPilingOntoAnUnmeasuredSource(t *testing.T) {
-	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(4)),
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(fixedRand(4)),
 		withSources(admission.Source{Name: "new"}, admission.Source{Name: "known"}))
 	f.adm.Latency().Observe("known", 200*time.Millisecond)
 	ctx := context.Background()
@@ -163,7 +163,7 @@ func TestBalanceIsValidated(t *testing.T) {
 }
 
 func TestLatencyBalanceKeepsInCallDemotion(t *testing.T) {
-	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(5)),
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(fixedRand(5)),
 		withSources(admission.Source{Name: "fast"}, admission.Source{Name: "slow"}))
 	f.adm.Latency().Observe("fast", 10*time.Millisecond)
 	f.adm.Latency().Observe("slow", time.Second)
@@ -178,7 +178,7 @@ func TestLatencyBalanceKeepsInCallDemotion(t *testing.T) {
 }
 
 func TestLatencyBalanceStaysWithinThePriorityTier(t *testing.T) {
-	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(seeded(6)),
+	f := newFixture(t, withBalance(admission.BalanceLatency), withRand(fixedRand(6)),
 		withSources(admission.Source{Name: "main"}, admission.Source{Name: "backup", Priority: 1}))
 	f.adm.Latency().Observe("main", time.Second)
 	f.adm.Latency().Observe("backup", time.Millisecond)

@@ -1,6 +1,6 @@
 // Command hedge measures first-chunk hedging and latency-aware balancing on
 // loopback: two fake OpenAI-compatible sources on 127.0.0.1 whose time to
-// first chunk follows a seeded heavy tail (95 % about 50 ms, 5 % 2 s), and
+// first chunk follows a reproducible random heavy tail (95 % about 50 ms, 5 % 2 s), and
 // one gateway per configuration:
 //
 //	none      no hedging, weighted choice
@@ -42,7 +42,7 @@ func main() {
 	calls := flag.Int("calls", 600, "measured calls per configuration")
 	warm := flag.Int("warmup", 60, "unmeasured calls per configuration before")
 	conc := flag.Int("concurrency", 16, "calls in flight")
-	seed := flag.Uint64("seed", 18, "seed of the upstreams' delays")
+	stream := flag.Uint64("rand", 18, "start of the upstreams' reproducible random delays")
 	fast := flag.Duration("fast", 50*time.Millisecond, "typical time to first chunk (±20 %)")
 	slow := flag.Duration("slow", 2*time.Second, "time to first chunk of the tail")
 	tail := flag.Float64("tail", 0.05, "share of slow first chunks")
@@ -60,13 +60,13 @@ func main() {
 		{"(d) latency balance", map[string]string{"CHAT__BALANCE": "latency"}},
 		{"(c)+(d)", map[string]string{"CHAT__HEDGE_AFTER": "p90", "CHAT__BALANCE": "latency"}},
 	}
-	fmt.Printf("%s, %s; %d calls/config (+%d warm-up), %d in flight; first chunk: %.0f %% ≈ %v (±20 %%), %.0f %% %v; seed %d\n\n",
+	fmt.Printf("%s, %s; %d calls/config (+%d warm-up), %d in flight; first chunk: %.0f %% ≈ %v (±20 %%), %.0f %% %v; rand %d\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtimeInfo(), *calls, *warm, *conc,
-		100*(1-*tail), *fast, 100**tail, *slow, *seed)
+		100*(1-*tail), *fast, 100**tail, *slow, *stream)
 	fmt.Printf("| configuration | p50 | p95 | p99 | p99/p50 | extra attempts | hedges fired / won |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|\n")
 	for i, c := range cfgs {
-		up := newUpstreams(*seed+uint64(i), *fast, *slow, *tail)
+		up := newUpstreams(*stream+uint64(i), *fast, *slow, *tail)
 		r, err := measure(up, c.keys, *calls, *warm, *conc)
 		up.close()
 		if err != nil {
@@ -84,7 +84,7 @@ func runtimeInfo() string {
 	return fmt.Sprintf("%s, %d CPUs", runtime.Version(), numCPU())
 }
 
-// upstreams are two fake sources sharing one seeded delay stream.
+// upstreams are two fake sources sharing one reproducible random delay stream.
 type upstreams struct {
 	mu         sync.Mutex
 	rng        *rand.Rand
@@ -93,8 +93,8 @@ type upstreams struct {
 	srv        []*httptest.Server
 }
 
-func newUpstreams(seed uint64, fast, slow time.Duration, tail float64) *upstreams {
-	u := &upstreams{rng: rand.New(rand.NewPCG(seed, seed*0x9e3779b97f4a7c15+1)), fast: fast, slow: slow, tail: tail}
+func newUpstreams(start uint64, fast, slow time.Duration, tail float64) *upstreams {
+	u := &upstreams{rng: rand.New(rand.NewPCG(start, start*0x9e3779b97f4a7c15+1)), fast: fast, slow: slow, tail: tail}
 	for range 2 {
 		u.srv = append(u.srv, httptest.NewServer(http.HandlerFunc(u.serve)))
 	}
