@@ -72,3 +72,11 @@ COVER_OUT ?= $(or $(TMPDIR),/tmp)/pgw-cover.out
 cover:
 	$(GO) test -race -coverprofile=$(COVER_OUT) ./...
 	$(GO) tool cover -func=$(COVER_OUT) | tail -n 1
+
+## bench-hedge: the loopback hedging experiment (bench/cmd/hedge, under a
+## minute): two fake sources with a heavy-tailed time to first chunk; p50/p95/
+## p99 and extra attempts without hedging, with fixed and adaptive hedging,
+## with latency-aware choice, and both.
+.PHONY: bench-hedge
+bench-hedge:
+	$(BENCH_GO) run ./cmd/hedge

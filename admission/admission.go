@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,12 @@ type Config struct {
 	// Logger receives the wait lines and the breaker state changes
 	// (default slog.Default()).
 	Logger *slog.Logger
+	// Balance picks the first source of a priority tier: BalanceWeighted
+	// (default) or BalanceLatency.
+	Balance Balance
+	// LatencyDecay is the time constant of the sources' peak-EWMA
+	// latency (default DefaultLatencyDecay).
+	LatencyDecay time.Duration
 	// Observer receives the breaker state changes, gate rejections and
 	// waits of the scope's calls (package observe); nil means none. It is
 	// called synchronously, outside every lock: wrap a slow one in
@@ -98,6 +105,8 @@ type SourceAdmission struct {
 	rand        func() float64
 	log         *slog.Logger
 	w           *watch
+	lat         *Latency
+	balance     Balance
 }
 
 // New validates cfg and returns the scope's admission.
@@ -135,6 +144,15 @@ func New(cfg Config) (*SourceAdmission, error) {
 		if err != nil {
 			bad = append(bad, err.Error())
 		}
+	}
+	if cfg.Balance == "" {
+		cfg.Balance = DefaultBalance
+	}
+	if p := checkBalance(cfg.Balance); p != "" {
+		bad = append(bad, p)
+	}
+	if cfg.LatencyDecay < 0 {
+		bad = append(bad, fmt.Sprintf("LatencyDecay=%v (legal: > 0, or 0 for %v)", cfg.LatencyDecay, DefaultLatencyDecay))
 	}
 	if cfg.PollInterval < 0 {
 		bad = append(bad, fmt.Sprintf("PollInterval=%v (legal: > 0, or 0 for %v)", cfg.PollInterval, DefaultPollInterval))
@@ -175,6 +193,18 @@ func New(cfg Config) (*SourceAdmission, error) {
 		a.log = slog.Default()
 	}
 	a.sel = newSelector(cfg.Sources, a.rand)
+	if cfg.LatencyDecay == 0 {
+		cfg.LatencyDecay = DefaultLatencyDecay
+	}
+	lnames := make([]string, len(a.sel.sources))
+	for i, s := range a.sel.sources {
+		lnames[i] = s.Name
+	}
+	a.lat = newLatency(a.clock, cfg.LatencyDecay, lnames)
+	a.balance = cfg.Balance
+	if cfg.Balance == BalanceLatency {
+		a.sel.lat = a.lat
+	}
 	a.w = newWatch(a, cfg.Observer)
 	return a, nil
 }
@@ -184,6 +214,13 @@ func (a *SourceAdmission) Scope() string { return a.scope }
 
 // Memo returns the admission's cooldown memo.
 func (a *SourceAdmission) Memo() *Memo { return a.memo }
+
+// Latency returns this process's latency view of the scope's sources: what
+// the latency balance compares and the adaptive hedge delay reads.
+func (a *SourceAdmission) Latency() *Latency { return a.lat }
+
+// Balance returns how the admission picks within a priority tier.
+func (a *SourceAdmission) Balance() Balance { return a.balance }
 
 // HoldOff keeps source out of admission in this process for at least d from
 // now — the upstream's Retry-After on a 429. It lengthens a running cooldown
@@ -207,6 +244,12 @@ func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 // ctx ends it at once with ctx.Err(), everything given back and nothing
 // logged: the caller gave up, no gate failed.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
+	return a.pick(ctx, attemptFails, estTokens, nil)
+}
+
+// pick is Pick that passes over the sources in exclude without asking any
+// gate about them (a hedge's round skips the sources its call already runs).
+func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int, estTokens int64, exclude []string) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -225,6 +268,9 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 	var gateErr error
 	for i, ok := it.next(); ok; i, ok = it.next() {
 		name := a.sel.sources[i].Name
+		if len(exclude) > 0 && slices.Contains(exclude, name) {
+			continue
+		}
 		if ra := a.memo.remaining(name, clock); ra > 0 {
 			rej = a.reject(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra}, "", clock)
 			continue
@@ -247,6 +293,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			continue
 		}
 		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i}
+		a.lat.begin(i)
 		if a.quota != nil {
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {

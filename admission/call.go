@@ -69,6 +69,14 @@ func (c *Call) Pick(ctx context.Context, estTokens int64) (*Ticket, Rejections, 
 	return t, rej, err
 }
 
+// PickOther runs one admission round like Pick that passes over the sources
+// in exclude: a hedge's round, which must land on a source its call does not
+// already run. It never waits and never ends a wait: a nil Ticket means no
+// other source may run now.
+func (c *Call) PickOther(ctx context.Context, estTokens int64, exclude []string) (*Ticket, Rejections, error) {
+	return c.a.pick(ctx, c.fails, estTokens, exclude)
+}
+
 // OnNoRunnable decides what the call does after a round that admitted no
 // source. Dispatch is by rejection reason, so a breaker wait is
 // never reported as a quota one:

@@ -27,6 +27,9 @@ type selector struct {
 	// tiers[i] is the end index in sources of tier i.
 	tiers []int
 	rand  func() float64
+	// lat, when set, picks the first source of each tier by the power of
+	// two choices (BalanceLatency); nil draws by weight alone.
+	lat *Latency
 }
 
 func newSelector(sources []Source, rand func() float64) selector {
@@ -73,7 +76,8 @@ func (s *selector) iter(buf []int, fails map[string]int) orderIter {
 	}
 	lo := 0
 	for _, hi := range s.tiers {
-		s.shuffle(buf[lo:hi])
+		s.drawFirst(buf[lo:hi])
+		s.shuffle(buf[lo+1 : hi])
 		lo = hi
 	}
 	failed := func(i int) int { return fails[s.sources[i].Name] }
@@ -101,7 +105,11 @@ func (it *orderIter) next() (int, bool) {
 		for it.s.tiers[it.tier] <= it.pos {
 			it.tier++
 		}
-		it.s.draw(it.idx[it.pos:it.s.tiers[it.tier]])
+		if it.tier == 0 && it.pos == 0 || it.tier > 0 && it.pos == it.s.tiers[it.tier-1] {
+			it.s.drawFirst(it.idx[it.pos:it.s.tiers[it.tier]])
+		} else {
+			it.s.draw(it.idx[it.pos:it.s.tiers[it.tier]])
+		}
 	}
 	i := it.idx[it.pos]
 	it.pos++
@@ -135,4 +143,19 @@ func (s *selector) draw(idx []int) {
 		}
 	}
 	idx[0], idx[pick] = idx[pick], idx[0]
+}
+
+// drawFirst moves to idx[0] the source a tier tries first: a weighted draw,
+// or with the latency balance the lower-load of two distinct weighted draws
+// (a tie keeps the first draw).
+func (s *selector) drawFirst(idx []int) {
+	s.draw(idx)
+	if s.lat == nil || len(idx) < 2 {
+		return
+	}
+	s.draw(idx[1:])
+	now := s.lat.clock.Now()
+	if s.lat.load(idx[1], now) < s.lat.load(idx[0], now) {
+		idx[0], idx[1] = idx[1], idx[0]
+	}
 }

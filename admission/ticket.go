@@ -43,6 +43,7 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		return nil
 	}
 	a := t.a
+	a.lat.end(t.idx)
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}

@@ -27,6 +27,11 @@
 //	{SCOPE}__COOLDOWN_S         default 60
 //	{SCOPE}__MAX_COOLDOWN_S     ≥ COOLDOWN_S, default max(600, COOLDOWN_S)
 //	{SCOPE}__PROBE_TTL_S        default gate.DefaultProbeTTL(cooldown, slowest source timeout)
+//	{SCOPE}__BALANCE            weighted | latency, default weighted
+//	{SCOPE}__HEDGE_AFTER_S      fixed hedge delay; unset = none
+//	{SCOPE}__HEDGE_AFTER        pNN in [50, 99.9]: adaptive hedge delay; unset = none
+//	{SCOPE}__HEDGE_BUDGET       share of calls that may hedge, (0, 1], default 0.1
+//	{SCOPE}__HEDGE_MAX          hedges per call, [1, 4], default 1
 //
 // Per source, under {SCOPE}__{KEY}__ where KEY is the source name upper-cased
 // with '-' turned into '_' (CHAT__SOURCES=eu-1 → CHAT__EU_1__BASE_URL); the

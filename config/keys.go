@@ -86,6 +86,11 @@ var scopeFields = []field[ScopeSettings]{
 	durationField("COOLDOWN_S", func(s *ScopeSettings) *time.Duration { return &s.Cooldown }),
 	durationField("MAX_COOLDOWN_S", func(s *ScopeSettings) *time.Duration { return &s.MaxCooldown }),
 	durationField("PROBE_TTL_S", func(s *ScopeSettings) *time.Duration { return &s.ProbeTTL }),
+	hedgeFields[0], // BALANCE
+	hedgeFields[1], // HEDGE_AFTER_S
+	hedgeFields[2], // HEDGE_AFTER
+	hedgeFields[3], // HEDGE_BUDGET
+	hedgeFields[4], // HEDGE_MAX
 }
 
 var sourceFields = []field[Source]{

@@ -41,6 +41,24 @@ type ScopeSettings struct {
 	// gate.DefaultProbeTTL(Cooldown, slowest source Timeout), at most
 	// 10⁷ s).
 	ProbeTTL time.Duration
+	// Balance picks the first source within a priority tier: weighted
+	// (default) or latency ({SCOPE}__BALANCE).
+	Balance Balance
+	// HedgeAfter is the fixed hedge delay: a call whose attempt has not
+	// delivered its first chunk (or answer) after it starts a second
+	// attempt on another source ({SCOPE}__HEDGE_AFTER_S); 0 = none.
+	HedgeAfter time.Duration
+	// HedgeQuantile makes the hedge delay adaptive: this quantile (0.9 for
+	// HEDGE_AFTER=p90) of the first attempt's source's recent times to
+	// first chunk; 0 = none. Until a source has 20 samples, HedgeAfter
+	// stands in (no hedge when it is 0).
+	HedgeQuantile float64
+	// HedgeBudget is the share of calls that may hedge, kept by a token
+	// bucket (default 0.1; {SCOPE}__HEDGE_BUDGET).
+	HedgeBudget float64
+	// HedgeMax is how many hedges one call may start (default 1;
+	// {SCOPE}__HEDGE_MAX).
+	HedgeMax int
 }
 
 // WithDefaults returns a deep copy of s with every zero field, its sources'
@@ -81,6 +99,7 @@ func (s ScopeSettings) WithDefaults() ScopeSettings {
 		// fail validation.
 		s.ProbeTTL = min(gate.DefaultProbeTTL(s.Cooldown, slowest), maxDuration)
 	}
+	s.hedgeDefaults()
 	return s
 }
 

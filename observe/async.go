@@ -131,5 +131,7 @@ func (a *AsyncObserver) deliver(e any) {
 		a.o.ObserveWaitEnd(e)
 	case CallResult:
 		a.o.ObserveCall(e)
+	case Hedge:
+		deliverHedge(a.o, e)
 	}
 }

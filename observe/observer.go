@@ -167,6 +167,7 @@ type Funcs struct {
 	WaitStart    func(WaitStart)
 	WaitEnd      func(WaitEnd)
 	Call         func(CallResult)
+	Hedge        func(Hedge)
 }
 
 var _ Full = Funcs{}

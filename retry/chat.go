@@ -112,7 +112,7 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 	}
 	t, cancel := h.keep()
 	if err == nil {
-		h.rep.firstChunk()
+		h.firstChunk(c.l)
 	}
 	s := &Stream{
 		l:      c.l,

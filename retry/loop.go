@@ -50,6 +50,9 @@ type Config struct {
 	// Logger receives wait lines, breaker state changes and give-back
 	// failures (default slog.Default()).
 	Logger *slog.Logger
+	// HedgeTimer arms the hedge delays of a scope that hedges (default
+	// time.NewTimer). Tests fire it by hand.
+	HedgeTimer HedgeTimer
 	// Observer receives every attempt (start and record), call result,
 	// breaker state change, gate rejection and wait of the scope (package
 	// observe); nil means none. It is called synchronously on the calls'
@@ -78,6 +81,8 @@ type Loop struct {
 	minBatch    int
 	obs         observe.Full // nil: no observer
 	tr          observe.ContextObserver
+	hedge       *hedging // nil: the scope does not hedge
+	hedgeObs    observe.HedgeObserver
 }
 
 // New builds the loop of cfg.Scope.
@@ -104,7 +109,9 @@ func New(cfg Config) (*Loop, error) {
 		log:         cfg.Logger,
 		obs:         observe.AsFull(cfg.Observer),
 		tr:          observe.AsContext(cfg.Observer),
+		hedge:       newHedging(sc, cfg.HedgeTimer),
 	}
+	l.hedgeObs, _ = cfg.Observer.(observe.HedgeObserver)
 	if l.classify == nil {
 		l.classify = Classify
 	}
@@ -143,6 +150,7 @@ func New(cfg Config) (*Loop, error) {
 		Rand:         l.rand,
 		Logger:       l.log,
 		Observer:     cfg.Observer,
+		Balance:      admission.Balance(sc.Balance),
 	})
 	var ce *admission.ConfigError
 	if errors.As(err, &ce) {
@@ -202,6 +210,8 @@ type hold struct {
 	cancel context.CancelFunc
 	kept   bool
 	rep    *attemptReport // nil without an observer
+	start  time.Time      // when the attempt began
+	first  bool           // its first chunk was noted
 }
 
 func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
@@ -245,6 +255,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 	var zero T
 	stall := NewStallClock(l.clock, l.window, &l.deliveries)
 	call := l.adm.NewCall(stall)
+	hc := l.newHedgeCall(call, estTokens, demote)
 	attempts, failures := 0, 0
 	var last error
 	for {
@@ -262,7 +273,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			continue
 		}
 		attempts++
-		v, class, err := attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, attempts))
+		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts)
 		switch class {
 		case Success:
 			l.deliveries.Mark(l.clock.Now())
@@ -313,7 +324,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	if src.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, src.Timeout)
 	}
-	h := &hold{ticket: t, cancel: cancel, rep: ar}
+	h := &hold{ticket: t, cancel: cancel, rep: ar, start: l.clock.Now()}
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
 	var usage transport.Usage
 	outcome := observe.OutcomePanic // until the attempt returns
@@ -328,6 +339,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 			return
 		}
 		cancel()
+		l.noteLatency(h, outcome)
 		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
 		_ = t.Done(ctx, res)
 	}()

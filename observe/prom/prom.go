@@ -80,6 +80,7 @@ type Collector struct {
 	attemptDur *prometheus.HistogramVec
 	waitDur    *prometheus.HistogramVec
 	dropped    prometheus.CounterFunc
+	hedges     *prometheus.CounterVec
 
 	droppers atomic.Pointer[[]Dropper]
 	known    sync.Map // scope+"\x00"+source → struct{}: breaker gauges set
@@ -127,6 +128,7 @@ func New(opts ...Option) *Collector {
 	c.dropped = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "pgw_observer_dropped_total", Help: "Observer events dropped by a full Async queue (or after Close).", ConstLabels: o.constLabels,
 	}, c.droppedTotal)
+	c.hedges = newHedges(o.constLabels)
 	return c
 }
 
@@ -178,7 +180,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) metrics() []prometheus.Collector {
-	return []prometheus.Collector{c.attempts, c.rejections, c.calls, c.state, c.forced, c.inFlight, c.attemptDur, c.waitDur, c.dropped}
+	return []prometheus.Collector{c.attempts, c.rejections, c.calls, c.state, c.forced, c.inFlight, c.attemptDur, c.waitDur, c.dropped, c.hedges}
 }
 
 // see makes a source's breaker gauges exist (closed, no override) from its

@@ -1,0 +1,78 @@
+package observe
+
+import "time"
+
+// OutcomeHedgeLost is the AttemptRecord.Outcome of an attempt that lost a
+// hedge race: another attempt of its call delivered first, and this one was
+// cancelled and given back as Released — never a failure of its source.
+const OutcomeHedgeLost = "hedge_lost"
+
+// The values of Hedge.Event.
+const (
+	// HedgeFired: a call's attempt went the hedge delay without its first
+	// chunk, and a hedge attempt started on Source.
+	HedgeFired = "fired"
+	// HedgeWon: the hedge on Source delivered first; its answer is the
+	// call's.
+	HedgeWon = "won"
+	// HedgeWasted: the hedge on Source did not deliver first (the attempt
+	// it hedged did, or it failed).
+	HedgeWasted = "wasted"
+	// HedgeSkippedBudget: a hedge was due but the scope's hedge budget was
+	// spent (Source is empty).
+	HedgeSkippedBudget = "skipped_budget"
+	// HedgeSkippedNoSource: a hedge was due but no other source was
+	// admitted (Source is empty).
+	HedgeSkippedNoSource = "skipped_no_source"
+)
+
+// Hedge is one hedging event of a call.
+type Hedge struct {
+	// Scope names the scope; Source the hedge attempt's source (empty for
+	// the skipped events); Primary the source of the attempt it hedged.
+	Scope, Source, Primary string
+	// Event is one of the Hedge… constants.
+	Event string
+	// At is when it happened.
+	At time.Time
+}
+
+// HedgeObserver is an Observer that also wants the hedging events of the
+// scopes that hedge. Multi, Async, Funcs and Nop pass them on.
+type HedgeObserver interface {
+	ObserveHedge(Hedge)
+}
+
+// ObserveHedge does nothing.
+func (Nop) ObserveHedge(Hedge) {}
+
+// ObserveHedge calls f.Hedge.
+func (f Funcs) ObserveHedge(e Hedge) {
+	if f.Hedge != nil {
+		f.Hedge(e)
+	}
+}
+
+// ObserveHedge queues e.
+func (a *AsyncObserver) ObserveHedge(e Hedge) { a.send(e) }
+
+func (a *adapter) ObserveHedge(e Hedge) {
+	if h, ok := a.o.(HedgeObserver); ok {
+		h.ObserveHedge(e)
+	}
+}
+
+func (m multi) ObserveHedge(e Hedge) {
+	for _, o := range m {
+		if h, ok := o.(HedgeObserver); ok {
+			h.ObserveHedge(e)
+		}
+	}
+}
+
+// deliverHedge hands e to o when it wants hedges.
+func deliverHedge(o Full, e Hedge) {
+	if h, ok := o.(HedgeObserver); ok {
+		h.ObserveHedge(e)
+	}
+}

@@ -1,0 +1,479 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/observe"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// hedgeBucketCap is how many hedges the budget holds when full: a burst of
+// slow calls may hedge this many at once before the share applies.
+const hedgeBucketCap = 10.0
+
+// HedgeTimer arms a hedge delay: it returns a channel that receives once d
+// has passed, and a stop that disarms it. The default is time.NewTimer.
+type HedgeTimer func(d time.Duration) (<-chan time.Time, func() bool)
+
+func systemTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
+// hedging is a loop's hedge settings and budget; nil when the scope does not
+// hedge.
+type hedging struct {
+	after    time.Duration // fixed delay; 0: none
+	quantile float64       // adaptive delay's quantile; 0: none
+	max      int           // hedges per call
+	ratio    float64       // share of calls that may hedge
+	timer    HedgeTimer
+
+	mu     sync.Mutex
+	tokens float64
+}
+
+func newHedging(sc config.ScopeSettings, timer HedgeTimer) *hedging {
+	if !sc.HedgeEnabled() {
+		return nil
+	}
+	if timer == nil {
+		timer = systemTimer
+	}
+	return &hedging{
+		after: sc.HedgeAfter, quantile: sc.HedgeQuantile, max: sc.HedgeMax,
+		ratio: sc.HedgeBudget, timer: timer, tokens: hedgeBucketCap,
+	}
+}
+
+// deposit adds one call's share to the budget.
+func (h *hedging) deposit() {
+	h.mu.Lock()
+	h.tokens = min(h.tokens+h.ratio, hedgeBucketCap)
+	h.mu.Unlock()
+}
+
+// take spends one hedge, or reports false when the budget is spent.
+func (h *hedging) take() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tokens < 1 {
+		return false
+	}
+	h.tokens--
+	return true
+}
+
+// refund gives back a hedge that could not start.
+func (h *hedging) refund() {
+	h.mu.Lock()
+	h.tokens = min(h.tokens+1, hedgeBucketCap)
+	h.mu.Unlock()
+}
+
+// delay is how long an attempt on source may go without its first chunk
+// before a hedge starts: the adaptive quantile of the source's recent times
+// once it has enough of them, else the fixed delay; false for no hedge.
+func (h *hedging) delay(lat *admission.Latency, source string) (time.Duration, bool) {
+	if h.quantile > 0 {
+		if q, ok := lat.Quantile(source, h.quantile); ok {
+			return max(q, time.Millisecond), true
+		}
+	}
+	return h.after, h.after > 0
+}
+
+// HedgeBudget returns the hedges the scope's budget holds now (at most 10;
+// each call adds HEDGE_BUDGET, each hedge spends one), and false when the
+// scope does not hedge.
+func (l *Loop) HedgeBudget() (float64, bool) {
+	if l.hedge == nil {
+		return 0, false
+	}
+	l.hedge.mu.Lock()
+	defer l.hedge.mu.Unlock()
+	return l.hedge.tokens, true
+}
+
+// hedgeCall is one call's use of its loop's hedging; nil when the loop does
+// not hedge.
+type hedgeCall struct {
+	h      *hedging
+	call   *admission.Call
+	est    int64
+	demote bool
+	fired  int // hedges started by this call
+}
+
+// newHedgeCall starts a call's hedging and adds its share to the budget.
+func (l *Loop) newHedgeCall(call *admission.Call, est int64, demote bool) *hedgeCall {
+	if l.hedge == nil {
+		return nil
+	}
+	l.hedge.deposit()
+	return &hedgeCall{h: l.hedge, call: call, est: est, demote: demote}
+}
+
+// firstChunk notes that the attempt delivered its first chunk: the time to
+// it joins the source's latency, and the observer's record.
+func (h *hold) firstChunk(l *Loop) {
+	h.first = true
+	if !h.start.IsZero() {
+		l.adm.Latency().Observe(h.ticket.Source, l.clock.Now().Sub(h.start))
+	}
+	h.rep.firstChunk()
+}
+
+// noteLatency feeds an ended attempt to its source's latency: a success's
+// time (unless its first chunk was noted already), a failure's time as a
+// lower bound. Cancellations and caller errors say nothing about speed.
+func (l *Loop) noteLatency(h *hold, outcome string) {
+	if h.start.IsZero() || h.first {
+		return
+	}
+	d := l.clock.Now().Sub(h.start)
+	switch outcome {
+	case observe.OutcomeSuccess:
+		l.adm.Latency().Observe(h.ticket.Source, d)
+	case observe.OutcomeFailure, observe.OutcomeFatal, observe.OutcomeThrottle:
+		l.adm.Latency().ObserveBound(h.ticket.Source, d)
+	}
+}
+
+// discarder is an attempt's value that holds the attempt's admission past
+// its return (a chat stream): a hedge that lost gives it back through
+// discard, Released, without reporting the call's end.
+type discarder interface {
+	discard()
+}
+
+// discard gives back a stream that lost a hedge race: it is closed, its
+// admission Released with the tokens it reported (none, usually), and its
+// attempt reported as lost. Nothing of it reaches the caller.
+func (s *Stream) discard() {
+	if !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	if s.st != nil {
+		_ = s.st.Close()
+	}
+	s.rep.end(observe.OutcomeHedgeLost, nil, s.usage)
+	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(s.usage)})
+	s.cancel()
+}
+
+// lostTokens is what a lost attempt is charged: what the upstream reported
+// it used, else nothing.
+func lostTokens(u transport.Usage) int64 {
+	if n := settled(u); n > 0 {
+		return n
+	}
+	return 0
+}
+
+// Leg states: a leg's result is either delivered to the race or, once the
+// race declared the leg lost, given back by the leg itself.
+const (
+	legRunning int32 = iota
+	legDelivered
+	legLost
+)
+
+// leg is one attempt of a hedged race.
+type leg struct {
+	t      *admission.Ticket
+	ar     *attemptReport
+	hedge  bool // started by a hedge, not the round
+	cancel context.CancelFunc
+	state  atomic.Int32
+	got    bool // the race received its result (the race's goroutine only)
+	told   bool // its hedge event was reported (the race's goroutine only)
+}
+
+// legResult is what a leg delivers to its race.
+type legResult[T any] struct {
+	leg      *leg
+	h        *hold
+	v        T
+	usage    transport.Usage
+	class    Class
+	err      error
+	outcome  string
+	panicked any // non-nil: the attempt panicked with it
+	hasPanic bool
+}
+
+// attemptOrRace runs the round's attempt on t: alone when the call does not
+// hedge, as a hedged race otherwise.
+func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
+	attempt attemptFunc[T], rep *report, attempts *int) (T, Class, error) {
+	if hc == nil {
+		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
+	}
+	if _, ok := hc.h.delay(l.adm.Latency(), t.Source); !ok || hc.fired >= hc.h.max {
+		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
+	}
+	stall.BeginAttempt()
+	defer stall.EndAttempt()
+	return race(ctx, l, hc, t, attempt, rep, attempts)
+}
+
+// race runs t's attempt and, each time the newest attempt goes a hedge delay
+// without its first chunk (or answer), starts another on a source the call
+// does not run yet — full admission, within the budget and HEDGE_MAX. The
+// first attempt that delivers wins; every other is cancelled at once and
+// gives back its admission as Released, whatever it would have become.
+// Attempts that fail while another runs are ordinary failed attempts; the
+// race ends with the last failure when none is left.
+func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attemptFunc[T], rep *report, attempts *int) (T, Class, error) {
+	var zero T
+	out := make(chan legResult[T], 1+hc.h.max)
+	var legs []*leg
+	start := func(t *admission.Ticket, hedge bool) {
+		lg := &leg{t: t, hedge: hedge, ar: rep.beginAttempt(t, *attempts)}
+		src := l.sources[t.Source]
+		actx, cancel := context.WithCancel(ctx)
+		if src.Timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, src.Timeout)
+		}
+		lg.cancel = cancel
+		legs = append(legs, lg)
+		go runLeg(ctx, actx, l, lg, src, attempt, out)
+	}
+	start(first, false)
+	running := 1
+
+	var timerC <-chan time.Time
+	stop := func() bool { return false }
+	// Each delay that runs out is one chance to hedge, used whether or not
+	// a hedge could start: a call never polls for a source to hedge on.
+	chances := hc.h.max - hc.fired
+	arm := func(source string) {
+		stop()
+		timerC = nil
+		if chances <= 0 || hc.fired >= hc.h.max || *attempts >= l.maxAttempts {
+			return
+		}
+		if d, ok := hc.h.delay(l.adm.Latency(), source); ok {
+			timerC, stop = hc.h.timer(d)
+		}
+	}
+	arm(first.Source)
+	defer func() { stop() }()
+
+	// lose cancels every leg but keep; legs still running give themselves
+	// back, and those that delivered meanwhile are drained and given back
+	// here. Every hedge among them was wasted.
+	lose := func(keep *leg) {
+		pending := 0
+		for _, lg := range legs {
+			if lg == keep {
+				continue
+			}
+			switch {
+			case lg.state.CompareAndSwap(legRunning, legLost):
+				lg.cancel()
+				running--
+			case !lg.got:
+				pending++
+			}
+		}
+		for ; pending > 0; pending-- {
+			r := <-out
+			r.leg.got = true
+			running--
+			giveBackLost(ctx, l, r)
+		}
+		for _, lg := range legs {
+			if lg != keep {
+				l.wasted(lg, first.Source)
+			}
+		}
+	}
+
+	for {
+		select {
+		case <-timerC:
+			timerC = nil
+			chances--
+			l.fireHedge(ctx, hc, first.Source, legs, attempts, start, &running)
+			arm(legs[len(legs)-1].t.Source)
+		case r := <-out:
+			r.leg.got = true
+			running--
+			if r.hasPanic {
+				lose(r.leg)
+				finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released})
+				panic(r.panicked)
+			}
+			switch r.class {
+			case Success:
+				stop()
+				lose(r.leg)
+				if r.leg.hedge {
+					r.leg.told = true
+					l.hedgeEvent(observe.HedgeWon, r.leg.t.Source, first.Source)
+				}
+				if rep != nil {
+					rep.source = r.leg.t.Source
+				}
+				if r.h.kept {
+					if rep != nil {
+						rep.handed = true
+					}
+				} else {
+					finishLeg(ctx, l, r, admission.Result{Outcome: gate.Success, Tokens: settled(r.usage)})
+				}
+				return r.v, Success, nil
+			case CallerError, Canceled:
+				stop()
+				lose(r.leg)
+				finishLeg(ctx, l, r, resultOf(r.class))
+				return zero, r.class, r.err
+			}
+			finishLeg(ctx, l, r, resultOf(r.class))
+			l.wasted(r.leg, first.Source)
+			if running == 0 {
+				return zero, r.class, r.err
+			}
+			// Another attempt still runs: its answer is awaited; the
+			// failure demotes its source for the rest of the call.
+			if hc.demote {
+				hc.call.Failed(r.leg.t.Source)
+			}
+			if timerC == nil {
+				arm(legs[len(legs)-1].t.Source)
+			}
+		}
+	}
+}
+
+// fireHedge starts one hedge when the budget and admission allow: a round
+// over the sources the call does not run yet, which never waits.
+func (l *Loop) fireHedge(ctx context.Context, hc *hedgeCall, primary string, legs []*leg, attempts *int,
+	start func(*admission.Ticket, bool), running *int) {
+	if !hc.h.take() {
+		l.hedgeEvent(observe.HedgeSkippedBudget, "", primary)
+		return
+	}
+	exclude := make([]string, len(legs))
+	for i, lg := range legs {
+		exclude[i] = lg.t.Source
+	}
+	t, _, err := hc.call.PickOther(ctx, hc.est, exclude)
+	if err != nil || t == nil {
+		hc.h.refund()
+		l.hedgeEvent(observe.HedgeSkippedNoSource, "", primary)
+		return
+	}
+	hc.fired++
+	*attempts++
+	*running++
+	l.hedgeEvent(observe.HedgeFired, t.Source, primary)
+	start(t, true)
+}
+
+// wasted reports a hedge leg that did not win, once.
+func (l *Loop) wasted(lg *leg, primary string) {
+	if lg.hedge && !lg.told {
+		lg.told = true
+		l.hedgeEvent(observe.HedgeWasted, lg.t.Source, primary)
+	}
+}
+
+// runLeg runs one attempt of a race on its own goroutine and delivers its
+// result, unless the race declared the leg lost first: then the leg gives
+// its admission back itself, Released.
+func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, attempt attemptFunc[T], out chan<- legResult[T]) {
+	h := &hold{ticket: lg.t, cancel: lg.cancel, rep: lg.ar, start: l.clock.Now()}
+	r := legResult[T]{leg: lg, h: h, outcome: observe.OutcomePanic}
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked, r.hasPanic = p, true
+			if r.panicked == nil {
+				r.panicked = errPanicked
+			}
+		}
+		if lg.state.CompareAndSwap(legRunning, legDelivered) {
+			out <- r
+			return
+		}
+		// The race is over for this leg.
+		if r.hasPanic {
+			l.log.Warn("pgw: an attempt that lost a hedge race panicked; the panic is dropped",
+				"scope", l.scope, "source", lg.t.Source, "panic", fmt.Sprint(r.panicked))
+		}
+		giveBackLost(ctx, l, r)
+	}()
+	r.v, r.usage, r.err = attempt(actx, src, h)
+	r.outcome = observe.OutcomeSuccess
+	if r.err == nil {
+		r.class = Success
+		return
+	}
+	if ctx.Err() != nil {
+		r.class, r.outcome, r.err = Canceled, observe.OutcomeCanceled, ctx.Err()
+		return
+	}
+	if lg.state.Load() == legLost {
+		// Cancelled by the race: the error is the cancellation's.
+		r.class, r.outcome = Canceled, observe.OutcomeHedgeLost
+		return
+	}
+	r.class = l.classify(r.err)
+	if r.class == Success {
+		r.class = CallerError
+	}
+	r.outcome = outcomeOf(r.class)
+	var he *errs.HTTPError
+	if r.class == Throttle && errors.As(r.err, &he) && he.RetryAfter > 0 {
+		l.adm.HoldOff(lg.t.Source, he.RetryAfter)
+	}
+}
+
+// finishLeg ends a delivered leg that did not hand its admission to a
+// stream: latency, report, give-back, ctx.
+func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admission.Result) {
+	l.noteLatency(r.h, r.outcome)
+	r.leg.ar.end(r.outcome, r.err, r.usage)
+	_ = r.leg.t.Done(ctx, res)
+	r.leg.cancel()
+}
+
+// giveBackLost gives back a leg that lost its race: a stream it opened is
+// discarded, otherwise its admission is Released with the tokens its
+// upstream reported (none when it was cut short). Its time joins the
+// source's latency as a lower bound; it is never a failure of the source.
+func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
+	if r.h.kept {
+		if d, ok := any(r.v).(discarder); ok {
+			d.discard()
+			return
+		}
+	}
+	if !r.h.start.IsZero() && !r.h.first {
+		l.adm.Latency().ObserveBound(r.leg.t.Source, l.clock.Now().Sub(r.h.start))
+	}
+	r.leg.ar.end(observe.OutcomeHedgeLost, nil, r.usage)
+	_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+	r.leg.cancel()
+}
+
+// hedgeEvent reports a hedge to the observer, when it wants hedges.
+func (l *Loop) hedgeEvent(event, source, primary string) {
+	if l.hedgeObs == nil {
+		return
+	}
+	l.hedgeObs.ObserveHedge(observe.Hedge{
+		Scope: l.scope, Source: source, Primary: primary, Event: event, At: l.clock.Now(),
+	})
+}
