@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -25,7 +26,7 @@ type wireEmbedding struct {
 type embedResponse struct {
 	Data  []wireEmbedding `json:"data"`
 	Usage *wireUsage      `json:"usage"`
-	Error *wireError      `json:"error"`
+	Error json.RawMessage `json:"error"`
 }
 
 // Embed embeds one batch on src: POST {BaseURL}/embeddings with the inputs
@@ -51,8 +52,8 @@ func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.
 	if err := decodeJSON(ctx, src, "embeddings", resp, &er); err != nil {
 		return transport.EmbedResponse{}, err
 	}
-	if er.Error != nil {
-		return transport.EmbedResponse{}, &UpstreamError{Source: src.Name, Message: sanitize(er.Error.text(), src.APIKey.Reveal())}
+	if hasError(er.Error) {
+		return transport.EmbedResponse{}, upstreamError(src, er.Error)
 	}
 	vectors, err := inInputOrder(er.Data, len(req.Inputs))
 	if err != nil {
