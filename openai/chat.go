@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pgw-go/pgw/internal/sse"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -89,7 +90,7 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 		}
 		return &oneChunkStream{chunk: chunk}, nil
 	}
-	return &chatStream{ctx: ctx, src: src, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	return &chatStream{ctx: ctx, src: src, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 }
 
 // isJSON reports whether resp carries a JSON document rather than an event
@@ -168,7 +169,7 @@ type chatStream struct {
 	ctx  context.Context
 	src  transport.Source
 	body io.ReadCloser
-	sse  *sseReader
+	sse  *sse.Reader
 
 	delivered int   // chunks returned by Recv
 	finished  bool  // a finish_reason was delivered
@@ -191,7 +192,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 		if s.closed.Load() {
 			return transport.ChatChunk{}, s.fail(errStreamClosed)
 		}
-		data, err := s.sse.next()
+		data, err := s.sse.Next()
 		if err != nil {
 			return transport.ChatChunk{}, s.fail(s.readError(err))
 		}
@@ -248,7 +249,7 @@ func (s *chatStream) readError(err error) error {
 	if s.closed.Load() {
 		return errStreamClosed
 	}
-	if errors.Is(err, errSSELineTooLong) {
+	if errors.Is(err, sse.ErrLineTooLong) {
 		return fmt.Errorf("openai: source %q: %w", s.src.Name, err)
 	}
 	if errors.Is(err, io.EOF) {

@@ -1,4 +1,4 @@
-package openai
+package sse
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 
 // readEvents reads every event of body and the error that ended the read.
 func readEvents(r io.Reader) ([]string, error) {
-	s := newSSEReader(r)
+	s := NewReader(r)
 	var events []string
 	for {
-		data, err := s.next()
+		data, err := s.Next()
 		if err != nil {
 			return events, err
 		}
@@ -56,8 +56,8 @@ func TestSSEReaderLongLines(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, []string{long}, events)
 
-	_, err = readEvents(strings.NewReader("data: " + strings.Repeat("x", maxSSELine+1) + "\n\n"))
-	assert.ErrorIs(t, err, errSSELineTooLong)
+	_, err = readEvents(strings.NewReader("data: " + strings.Repeat("x", MaxLine+1) + "\n\n"))
+	assert.ErrorIs(t, err, ErrLineTooLong)
 }
 
 func TestSSEReaderPassesReadErrorsOn(t *testing.T) {
