@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/anthropic"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/observe"
@@ -34,7 +35,8 @@ type GatewayClient struct {
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	ownRedis bool
-	httpPool *openai.Client // the default transports' pool, when the gateway made it
+	httpPool *openai.Client    // the default transports' pool, when the gateway made it
+	antPool  *anthropic.Client // the Anthropic transport's pool, when the gateway made it
 
 	life context.Context // cancelled (cause ErrClosed) by Close
 	kill context.CancelCauseFunc
@@ -122,7 +124,11 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			g.httpPool = def // its own pool: Close closes its idle connections
 		}
 		if chat == nil {
-			chat = def
+			ant := anthropic.New(anthropic.WithHTTPClient(o.httpClient))
+			if o.httpClient == nil {
+				g.antPool = ant
+			}
+			chat = providerChat{openai: def, anthropic: ant}
 		}
 		if embed == nil {
 			embed = def
@@ -213,6 +219,13 @@ func checkBaseURLs(s *Settings, o options) error {
 			continue
 		}
 		for _, src := range sc.Sources {
+			if sc.Name != ScopeChat && src.Provider == config.ProviderAnthropic {
+				ps = append(ps, ConfigProblem{
+					Key:   sc.Name + "__" + config.Key(src.Name) + "__PROVIDER",
+					Value: string(src.Provider),
+					Legal: "openai or azure: the default " + strings.ToLower(sc.Name) + " transport speaks the OpenAI-compatible API, and Anthropic's is chat only (or plug a transport in with pgw.With…Transport)",
+				})
+			}
 			if src.BaseURL == "" {
 				ps = append(ps, ConfigProblem{
 					Key:   sc.Name + "__" + config.Key(src.Name) + "__BASE_URL",
@@ -390,6 +403,9 @@ func (g *GatewayClient) release() error {
 	}
 	if g.httpPool != nil {
 		g.httpPool.CloseIdleConnections()
+	}
+	if g.antPool != nil {
+		g.antPool.CloseIdleConnections()
 	}
 	return err
 }
