@@ -9,7 +9,7 @@ GO ?= go
 # refreshed, instead of failing `make test` for an unrelated root change.
 BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
-.PHONY: test demo bench lint cover soak soak-short
+.PHONY: test demo demo-tools bench lint cover soak soak-short
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
 ## every test of the root module under the race detector. bench/ holds no
@@ -21,6 +21,11 @@ test:
 ## demo: run the quickstart: governed calls against in-process fake upstreams.
 demo:
 	$(GO) run ./examples/quickstart
+
+## demo-tools: a tool-calling round trip that fails over from an
+## OpenAI-compatible source to an Anthropic one, against an in-process fake.
+demo-tools:
+	$(GO) run ./examples/tools
 
 ## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
 ## distributed comparison on a local redis-server when one exists) and print
