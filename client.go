@@ -244,8 +244,10 @@ func checkBaseURLs(s *Settings, o options) error {
 func (g *GatewayClient) Scopes() []string { return append([]string(nil), g.names...) }
 
 // Chat runs a governed chat completion in the CHAT scope and collects the
-// streamed answer. Retries and fail-over happen before the first chunk;
-// a stream cut after it is returned as an error.
+// streamed answer. Nothing reaches the caller before the answer is whole,
+// so an attempt whose stream is cut half-way is a failed attempt like any
+// other: the call retries and fails over. A request that a source of the
+// scope cannot carry is a *RequestError before any attempt.
 func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	sc, err := g.typed(ScopeChat)
 	if err != nil {
