@@ -275,3 +275,22 @@ func TestMaxTokensDefaultsToTheSourceThenTheDocumentedDefault(t *testing.T) {
 	body, _, _ = u.sent()
 	assert.Contains(t, string(body), `"max_tokens":1000`)
 }
+
+func TestMalformedToolInputIsReturnedAsReceived(t *testing.T) {
+	var u upstream
+	sse := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_x\",\"name\":\"f\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": [1,\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	src := u.serve(t, 200, nil, []byte(sse))
+	st, err := anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}}})
+	require.NoError(t, err)
+	chunks, err := collect(t, st)
+	require.NoError(t, err)
+	resp := response(chunks)
+	require.Len(t, resp.ToolCalls, 1)
+	assert.Equal(t, `{"a": [1,`, resp.ToolCalls[0].Function.Arguments)
+	assert.Equal(t, 8, resp.Usage.TotalTokens)
+}
