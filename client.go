@@ -123,18 +123,18 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		if o.httpClient == nil {
 			g.httpPool = def // its own pool: Close closes its idle connections
 		}
+		ant := anthropic.New(anthropic.WithHTTPClient(o.httpClient))
+		if o.httpClient == nil {
+			g.antPool = ant
+		}
 		if chat == nil {
-			ant := anthropic.New(anthropic.WithHTTPClient(o.httpClient))
-			if o.httpClient == nil {
-				g.antPool = ant
-			}
 			chat = providerChat{openai: def, anthropic: ant}
 		}
 		if embed == nil {
 			embed = def
 		}
 		if ocr == nil {
-			ocr = def
+			ocr = providerOCR{openai: def, anthropic: ant}
 		}
 	}
 	// Attempts are logged at Debug through the loops' observer, next to the
@@ -219,11 +219,11 @@ func checkBaseURLs(s *Settings, o options) error {
 			continue
 		}
 		for _, src := range sc.Sources {
-			if sc.Name != ScopeChat && src.Provider == config.ProviderAnthropic {
+			if sc.Name == ScopeEmbedding && src.Provider == config.ProviderAnthropic {
 				ps = append(ps, ConfigProblem{
 					Key:   sc.Name + "__" + config.Key(src.Name) + "__PROVIDER",
 					Value: string(src.Provider),
-					Legal: "openai or azure: the default " + strings.ToLower(sc.Name) + " transport speaks the OpenAI-compatible API, and Anthropic's is chat only (or plug a transport in with pgw.With…Transport)",
+					Legal: "openai or azure: Anthropic has no embeddings API (or plug a transport in with pgw.WithEmbedTransport)",
 				})
 			}
 			if src.BaseURL == "" {

@@ -45,3 +45,20 @@ func (p providerChat) ChatStream(ctx context.Context, src Source, req ChatReques
 func (p providerChat) ValidateChat(src Source, req ChatRequest) error {
 	return p.pick(src).ValidateChat(src, req)
 }
+
+// providerOCR is the default OCR transport: each source is read by the
+// transport of its PROVIDER, as for chat.
+type providerOCR struct {
+	openai    *openai.Client
+	anthropic *anthropic.Client
+}
+
+var _ OCRTransport = providerOCR{}
+
+// OCR reads the image on src's provider's transport.
+func (p providerOCR) OCR(ctx context.Context, src Source, req OCRRequest) (OCRResponse, error) {
+	if src.Provider == config.ProviderAnthropic {
+		return p.anthropic.OCR(ctx, src, req)
+	}
+	return p.openai.OCR(ctx, src, req)
+}

@@ -196,3 +196,22 @@ func TestCallDemotesASourceThatFailedInThisCall(t *testing.T) {
 	assert.Equal(t, "ok", v)
 	assert.Equal(t, []string{"a", "b"}, seen, "the backup is asked at once, not the failing primary again")
 }
+
+func TestOCRFailsOverToAnAnthropicSource(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":            "OCR",
+		"OCR__SOURCES":          "oa,claude",
+		"OCR__OA__BASE_URL":     up.URL,
+		"OCR__CLAUDE__BASE_URL": up.URL,
+		"OCR__CLAUDE__PROVIDER": "anthropic",
+		"OCR__CLAUDE__PRIORITY": "1",
+	})
+	up.Enqueue(testutil.OCR, testutil.Reply{Status: http.StatusServiceUnavailable})
+	up.Enqueue(testutil.Messages, testutil.Reply{Text: "INVOICE 42"})
+	resp, err := gw.OCR(context.Background(), pgw.OCRRequest{Image: tinyPNG(t)})
+	require.NoError(t, err)
+	assert.Equal(t, "INVOICE 42", resp.Text)
+	assert.Contains(t, string(up.LastRequest(testutil.Messages).Body), `"media_type":"image/png"`)
+	assert.Positive(t, resp.Usage.TotalTokens)
+}

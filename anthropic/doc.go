@@ -53,6 +53,11 @@
 // overloaded_error, 429 for rate_limit_error, …), so it is classified like
 // the same error sent as a status.
 //
+// # OCR
+//
+// The client is also an OCRTransport: the image is sent as a base64 block
+// with the prompt, and the streamed answer collected.
+//
 // # Errors
 //
 // A non-2xx answer is a *errs.HTTPError: 529 overloaded_error is an ordinary
