@@ -26,8 +26,13 @@ const testKey = "sk-ant-test-0123456789"
 
 func golden(t *testing.T, name string) []byte {
 	t.Helper()
+	return mustRead(t, name)
+}
+
+func mustRead(tb testing.TB, name string) []byte {
+	tb.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return b
 }
 
