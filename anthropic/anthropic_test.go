@@ -299,3 +299,16 @@ func TestMalformedToolInputIsReturnedAsReceived(t *testing.T) {
 	assert.Equal(t, `{"a": [1,`, resp.ToolCalls[0].Function.Arguments)
 	assert.Equal(t, 8, resp.Usage.TotalTokens)
 }
+
+func TestStreamEndingAfterTheStopReasonWithoutMessageStopIsWhole(t *testing.T) {
+	var u upstream
+	sse := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"done\"}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"
+	src := u.serve(t, 200, nil, []byte(sse))
+	st, err := anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}}})
+	require.NoError(t, err)
+	chunks, err := collect(t, st)
+	require.NoError(t, err, "the stop reason is a terminal event")
+	assert.Equal(t, "done", response(chunks).Content)
+}

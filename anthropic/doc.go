@@ -48,7 +48,8 @@
 // "content_filter"), and the usage of message_start and message_delta
 // together on the last chunk. ping events are skipped; event types the
 // transport does not know are ignored and counted (UnknownEvents). A body
-// that ends before message_stop is a *StreamCutError; an error event is a
+// that ends before message_stop and before the stop reason is a
+// *StreamCutError; an error event is a
 // *errs.HTTPError with the status its error type stands for (529 for
 // overloaded_error, 429 for rate_limit_error, …), so it is classified like
 // the same error sent as a status.

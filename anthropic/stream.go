@@ -106,6 +106,7 @@ type Stream struct {
 	cacheRead  int
 	cacheWrite int
 	delivered  int
+	finished   bool // a stop reason was delivered
 	unknown    atomic.Int64
 	whole      []transport.ChatChunk // a non-streamed answer, served in order
 	err        error                 // terminal result, returned again
@@ -201,7 +202,8 @@ func (s *Stream) finishReason(stop string) string {
 // Recv returns the next chunk that carries text, tool-call pieces, a finish
 // reason or usage. It returns io.EOF after message_stop, ctx.Err() when the
 // stream's ctx ended, *StreamCutError when the body ended or broke before
-// message_stop, and *errs.HTTPError for an error event.
+// message_stop and before the stop reason, and *errs.HTTPError for an error
+// event.
 func (s *Stream) Recv() (transport.ChatChunk, error) {
 	if s.err != nil {
 		return transport.ChatChunk{}, s.err
@@ -298,6 +300,7 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 			ch.FinishReason = s.finishReason(ev.Delta.StopReason)
 			u := s.usage
 			ch.Usage = &u
+			s.finished = true
 		}
 	case "message_stop":
 		return ch, true, nil
@@ -330,6 +333,11 @@ func (s *Stream) readError(err error) error {
 		return fmt.Errorf("anthropic: source %q: %w", s.src.Name, err)
 	}
 	if errors.Is(err, io.EOF) {
+		if s.finished {
+			// The stop reason and usage arrived; only message_stop is
+			// missing: the answer is whole.
+			return io.EOF
+		}
 		err = nil
 	}
 	return &StreamCutError{Source: s.src.Name, Chunks: s.delivered, Err: err}
