@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -214,4 +215,36 @@ func TestOCRFailsOverToAnAnthropicSource(t *testing.T) {
 	assert.Equal(t, "INVOICE 42", resp.Text)
 	assert.Contains(t, string(up.LastRequest(testutil.Messages).Body), `"media_type":"image/png"`)
 	assert.Positive(t, resp.Usage.TotalTokens)
+}
+
+func TestUnknownEventTypesAreSkippedAndCounted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"+
+			"event: brand_new\ndata: {\"type\":\"brand_new\"}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n"+
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n"+
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":        "CHAT",
+		"CHAT__SOURCES":     "c",
+		"CHAT__C__BASE_URL": srv.URL + "/v1",
+		"CHAT__C__PROVIDER": "anthropic",
+	})
+	st, err := gw.ChatStream(context.Background(), hello())
+	require.NoError(t, err)
+	defer st.Close()
+	var text string
+	for {
+		ch, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "an unknown event type is not fatal")
+		text += ch.Delta
+	}
+	assert.Equal(t, "hi", text)
+	assert.Equal(t, 1, st.UnknownEvents())
 }

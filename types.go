@@ -113,6 +113,8 @@ type (
 	ToolCallDelta = transport.ToolCallDelta
 	// Collector assembles streamed chunks into a ChatResponse.
 	Collector = transport.Collector
+	// EventCounter is a chat stream that counts the event types it skipped.
+	EventCounter = transport.EventCounter
 	// RequestError is a chat request that cannot be sent: an illegal value,
 	// or a field the provider of a source cannot express. It is returned
 	// before any attempt.

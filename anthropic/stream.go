@@ -121,6 +121,8 @@ type block struct {
 	tool int    // the tool call's Index, for tool_use
 }
 
+var _ transport.EventCounter = (*Stream)(nil)
+
 // UnknownEvents returns how many events of a type the transport does not
 // know the stream has skipped.
 func (s *Stream) UnknownEvents() int { return int(s.unknown.Load()) }

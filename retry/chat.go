@@ -304,3 +304,12 @@ func streamResult(ctx context.Context, outcome string) string {
 	}
 	return observe.ResultError // cut after the first chunk: not retried
 }
+
+// UnknownEvents returns how many events of a type its transport does not
+// know the stream has skipped, when the transport counts them (0 otherwise).
+func (s *Stream) UnknownEvents() int {
+	if c, ok := s.st.(transport.EventCounter); ok {
+		return c.UnknownEvents()
+	}
+	return 0
+}

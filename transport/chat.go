@@ -275,3 +275,10 @@ type ChatResponse struct {
 	// Source is the name of the source that answered.
 	Source string
 }
+
+// EventCounter is implemented by chat streams that skip event types they do
+// not know (a provider's newer events) instead of failing: UnknownEvents
+// returns how many they skipped so far.
+type EventCounter interface {
+	UnknownEvents() int
+}
