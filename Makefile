@@ -13,7 +13,7 @@ BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 # OpenTelemetry package), with the same replace and the same -mod=mod.
 OTEL_GO = cd observe/otel && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
-.PHONY: test demo bench lint cover soak soak-short demo-otel
+.PHONY: test demo demo-tools demo-otel bench lint cover soak soak-short
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
 ## every test of the root module under the race detector. bench/ holds no
@@ -32,6 +32,10 @@ demo:
 ## the trace drawn as a tree.
 demo-otel:
 	$(OTEL_GO) run ./example/quickstart
+## demo-tools: a tool-calling round trip that fails over from an
+## OpenAI-compatible source to an Anthropic one, against an in-process fake.
+demo-tools:
+	$(GO) run ./examples/tools
 
 ## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
 ## distributed comparison on a local redis-server when one exists) and print

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/anthropic"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/observe"
@@ -34,7 +35,8 @@ type GatewayClient struct {
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	ownRedis bool
-	httpPool *openai.Client // the default transports' pool, when the gateway made it
+	httpPool *openai.Client    // the default transports' pool, when the gateway made it
+	antPool  *anthropic.Client // the Anthropic transport's pool, when the gateway made it
 
 	life context.Context // cancelled (cause ErrClosed) by Close
 	kill context.CancelCauseFunc
@@ -87,6 +89,9 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	if err := s.ValidateRequiring(baseURLRequirements(o)...); err != nil {
 		return nil, err
 	}
+	if err := checkProviders(&s, o); err != nil {
+		return nil, err
+	}
 	s = s.WithDefaults()
 	g := &GatewayClient{
 		scopes:  make(map[string]*scope, len(s.Scopes)),
@@ -117,14 +122,18 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		if o.httpClient == nil {
 			g.httpPool = def // its own pool: Close closes its idle connections
 		}
+		ant := anthropic.New(anthropic.WithHTTPClient(o.httpClient))
+		if o.httpClient == nil {
+			g.antPool = ant
+		}
 		if chat == nil {
-			chat = def
+			chat = providerChat{openai: def, anthropic: ant}
 		}
 		if embed == nil {
 			embed = def
 		}
 		if ocr == nil {
-			ocr = def
+			ocr = providerOCR{openai: def, anthropic: ant}
 		}
 	}
 	// Attempts are logged at Debug through the loops' observer, next to the
@@ -209,6 +218,33 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
+// checkProviders reports every EMBEDDING source that the default transport
+// would serve although its provider has no embeddings API (Anthropic).
+func checkProviders(s *Settings, o options) error {
+	if o.embed != nil {
+		return nil
+	}
+	var ps []ConfigProblem
+	for _, sc := range s.Scopes {
+		if sc.Name != ScopeEmbedding {
+			continue
+		}
+		for _, src := range sc.Sources {
+			if src.Provider == config.ProviderAnthropic {
+				ps = append(ps, ConfigProblem{
+					Key:   sc.Name + "__" + config.Key(src.Name) + "__PROVIDER",
+					Value: string(src.Provider),
+					Legal: "openai or azure: Anthropic has no embeddings API (or plug a transport in with pgw.WithEmbedTransport)",
+				})
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return &ConfigError{Problems: ps}
+	}
+	return nil
+}
+
 // baseURLRequirements requires BASE_URL of every source of a typed scope
 // (CHAT, EMBEDDING, OCR) that the default transport serves: a call without
 // one could never succeed, so it is a configuration error, not a runtime one.
@@ -233,8 +269,10 @@ func baseURLRequirements(o options) []config.Requirement {
 func (g *GatewayClient) Scopes() []string { return append([]string(nil), g.names...) }
 
 // Chat runs a governed chat completion in the CHAT scope and collects the
-// streamed answer. Retries and fail-over happen before the first chunk;
-// a stream cut after it is returned as an error.
+// streamed answer. Nothing reaches the caller before the answer is whole,
+// so an attempt whose stream is cut half-way is a failed attempt like any
+// other: the call retries and fails over. A request that a source of the
+// scope cannot carry is a *RequestError before any attempt.
 func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	sc, err := g.typed(ScopeChat)
 	if err != nil {
@@ -392,6 +430,9 @@ func (g *GatewayClient) release() error {
 	}
 	if g.httpPool != nil {
 		g.httpPool.CloseIdleConnections()
+	}
+	if g.antPool != nil {
+		g.antPool.CloseIdleConnections()
 	}
 	return err
 }

@@ -23,8 +23,10 @@
 //
 // Chat and ChatStream run in the CHAT scope, Embed in EMBEDDING, OCR in OCR;
 // Call runs any function as a governed call in any configured scope. The
-// default transports speak the OpenAI-compatible HTTP API (package openai);
-// any SDK plugs in through ChatTransport, EmbedTransport and OCRTransport.
+// default transports speak the OpenAI-compatible HTTP API (package openai),
+// or Anthropic's Messages API (package anthropic) for chat and OCR sources
+// with PROVIDER=anthropic; any SDK plugs in through ChatTransport,
+// EmbedTransport and OCRTransport.
 //
 // A scope with a single source should set {SCOPE}__CIRCUIT_OPEN=wait: with
 // the default fail_fast, the moment its one breaker opens every call fails

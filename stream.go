@@ -24,6 +24,11 @@ func (s *Stream) Source() string { return s.st.Source() }
 // Usage returns the token usage reported so far (usually on the last chunk).
 func (s *Stream) Usage() Usage { return s.st.Usage() }
 
+// UnknownEvents returns how many events of a type the transport does not
+// know (a provider's newer events) the stream has skipped rather than
+// failed on.
+func (s *Stream) UnknownEvents() int { return s.st.UnknownEvents() }
+
 // Recv returns the next chunk, io.EOF at the end, or the error that cut the
 // stream (ErrClosed when the gateway was closed). The stream's end gives the
 // source's admission back.

@@ -25,9 +25,11 @@ type (
 	Secret = config.Secret
 
 	// Usage is the token count of one call (PromptTokens, CompletionTokens,
-	// TotalTokens).
+	// TotalTokens, CachedPromptTokens, ReasoningTokens); quotas settle on
+	// the billable total.
 	Usage = transport.Usage
-	// Message is one chat message (Role, Content).
+	// Message is one chat message (Role, Content, Parts, ToolCalls,
+	// ToolCallID, Name).
 	Message = transport.Message
 	// ChatRequest is a chat completion request.
 	ChatRequest = transport.ChatRequest
@@ -80,3 +82,75 @@ const (
 	ScopeEmbedding = "EMBEDDING"
 	ScopeOCR       = "OCR"
 )
+
+// The chat model's parts, tools and structured output, re-exported from
+// package transport (see there for every field).
+type (
+	// ContentPart is one text or image part of a message.
+	ContentPart = transport.ContentPart
+	// ImageURL is an image part's picture: an http(s) URL or a data: URI,
+	// and the detail asked for.
+	ImageURL = transport.ImageURL
+	// ToolCall is a tool an assistant message asked for (ID, Type,
+	// Function).
+	ToolCall = transport.ToolCall
+	// FunctionCall is a tool call's function name and the model's argument
+	// text.
+	FunctionCall = transport.FunctionCall
+	// Tool is a function the model may ask the caller to run.
+	Tool = transport.Tool
+	// FunctionDefinition describes a function offered as a tool: name,
+	// description, JSON-schema parameters, strict.
+	FunctionDefinition = transport.FunctionDefinition
+	// ToolChoiceFunction, as ChatRequest.ToolChoice, makes the model call
+	// the named function.
+	ToolChoiceFunction = transport.ToolChoiceFunction
+	// ResponseFormat asks for text, a JSON object or JSON matching a schema.
+	ResponseFormat = transport.ResponseFormat
+	// JSONSchema is the schema of a structured answer.
+	JSONSchema = transport.JSONSchema
+	// ToolCallDelta is a piece of one tool call in a streamed answer.
+	ToolCallDelta = transport.ToolCallDelta
+	// Collector assembles streamed chunks into a ChatResponse.
+	Collector = transport.Collector
+	// EventCounter is a chat stream that counts the event types it skipped.
+	EventCounter = transport.EventCounter
+	// RequestError is a chat request that cannot be sent: an illegal value,
+	// or a field the provider of a source cannot express. It is returned
+	// before any attempt.
+	RequestError = transport.RequestError
+)
+
+// Roles, part types, tool choices and response formats, as in package
+// transport.
+const (
+	RoleSystem         = transport.RoleSystem
+	RoleDeveloper      = transport.RoleDeveloper
+	RoleUser           = transport.RoleUser
+	RoleAssistant      = transport.RoleAssistant
+	RoleTool           = transport.RoleTool
+	PartText           = transport.PartText
+	PartImageURL       = transport.PartImageURL
+	ToolTypeFunction   = transport.ToolTypeFunction
+	ToolChoiceAuto     = transport.ToolChoiceAuto
+	ToolChoiceNone     = transport.ToolChoiceNone
+	ToolChoiceRequired = transport.ToolChoiceRequired
+	FormatText         = transport.FormatText
+	FormatJSONObject   = transport.FormatJSONObject
+	FormatJSONSchema   = transport.FormatJSONSchema
+	// ImageTokenEstimate is what one image part counts in the token
+	// estimate of a chat request.
+	ImageTokenEstimate = transport.ImageTokenEstimate
+)
+
+// TextPart returns a text part.
+func TextPart(text string) ContentPart { return transport.TextPart(text) }
+
+// ImagePart returns an image part for url (an http(s) URL or a data: URI)
+// with detail ("" for the provider's default).
+func ImagePart(url, detail string) ContentPart { return transport.ImagePart(url, detail) }
+
+// FunctionTool returns a function tool with a JSON-schema parameters value.
+func FunctionTool(name, description string, parameters any) Tool {
+	return transport.FunctionTool(name, description, parameters)
+}

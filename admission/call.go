@@ -45,8 +45,8 @@ func (a *SourceAdmission) NewCall(stall StallBudget) *Call {
 }
 
 // Failed demotes source for the rest of the call: later rounds try it after
-// every source that has not failed (chat's in-call demotion). Loops that do
-// not demote never call it, and their order is the selector's alone.
+// every source that has not failed (in-call demotion; every loop of package
+// retry calls it after a failed attempt).
 func (c *Call) Failed(source string) {
 	if c.fails == nil {
 		c.fails = make(map[string]int, 2)

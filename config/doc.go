@@ -46,6 +46,8 @@
 //	WEIGHT         share within a priority tier, 1…1000000, default 1
 //	PRIORITY       integer, default 0; lower is tried first
 //	BATCH_SIZE     most inputs per embedding request, ≥ 0, 0 (default) = no split
+//	MAX_TOKENS     answer bound of chat requests that set none, ≥ 0, 0 (default) =
+//	               the provider's default (Anthropic, which requires one: 4096)
 //
 // Keys ending in _S are seconds and accept fractions ("0.5"), within
 // [0.001, 10000000]; NaN, infinities, negatives and zero are rejected.

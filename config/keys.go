@@ -136,6 +136,7 @@ var sourceFields = []field[Source]{
 	intField("WEIGHT", func(s *Source) *int { return &s.Weight }, 1, maxWeight, ""),
 	intField("PRIORITY", func(s *Source) *int { return &s.Priority }, -maxCount, maxCount, "; lower is tried first"),
 	intField("BATCH_SIZE", func(s *Source) *int { return &s.BatchSize }, 0, maxCount, "; 0 = no split"),
+	intField("MAX_TOKENS", func(s *Source) *int { return &s.MaxTokens }, 0, maxCount, "; 0 = the provider's default"),
 	enumField("PROVIDER", func(s *Source) *Provider { return &s.Provider },
 		ProviderOpenAI, ProviderAzure, ProviderAnthropic),
 }

@@ -38,6 +38,10 @@ type Source struct {
 	// BatchSize is the most inputs one embedding request may carry; larger
 	// inputs are split. 0 means no split.
 	BatchSize int
+	// MaxTokens bounds the answers of chat requests that set no MaxTokens
+	// of their own; 0 means the provider's default (for Anthropic, which
+	// requires a bound, the transport's documented default).
+	MaxTokens int
 	// Provider is the API family the source speaks (default
 	// ProviderOpenAI): its credential header, error and rate-limit formats
 	// and default transport.

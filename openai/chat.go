@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pgw-go/pgw/internal/sse"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -19,34 +20,32 @@ import (
 // chatPath is appended to Source.BaseURL (which includes /v1).
 const chatPath = "/chat/completions"
 
-// chatRequest is the body of POST /chat/completions. Messages is any so that
-// OCR can send content parts instead of strings.
-type chatRequest struct {
-	Model         string         `json:"model,omitempty"`
-	Messages      any            `json:"messages"`
-	Stream        bool           `json:"stream"`
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
-	MaxTokens     int            `json:"max_tokens,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
 // wireChunk is one "chat.completion.chunk" event. An upstream may also send
 // {"error": {...}} as an event when it fails mid-stream.
 type wireChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content string `json:"content"`
+			Content   string          `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []wireToolDelta `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *wireUsage `json:"usage"`
-	Error *wireError `json:"error"`
-	Model string     `json:"model"`
+	Usage *wireUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+	Model string          `json:"model"`
+}
+
+// wireToolDelta is a piece of one tool call in a chunk.
+type wireToolDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // wireCompletion is a non-streamed "chat.completion". Content is raw: a
@@ -55,13 +54,15 @@ type wireCompletion struct {
 	Choices []struct {
 		Index   int `json:"index"`
 		Message struct {
-			Content json.RawMessage `json:"content"`
+			Content   json.RawMessage `json:"content"`
+			Refusal   *string         `json:"refusal"`
+			ToolCalls []wireToolCall  `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *wireUsage `json:"usage"`
-	Error *wireError `json:"error"`
-	Model string     `json:"model"`
+	Usage *wireUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+	Model string          `json:"model"`
 }
 
 // ChatStream opens a streamed chat completion on src: POST
@@ -73,23 +74,11 @@ type wireCompletion struct {
 // Close the stream. An upstream that ignores "stream" and answers with one
 // JSON completion is served as a stream of one chunk.
 func (c *Client) ChatStream(ctx context.Context, src transport.Source, req transport.ChatRequest) (transport.ChatStream, error) {
-	model := req.Model
-	if model == "" {
-		model = src.Model
+	body, err := chatBody(src, req)
+	if err != nil {
+		return nil, err
 	}
-	messages := req.Messages
-	if messages == nil {
-		messages = []transport.Message{}
-	}
-	body := chatRequest{
-		Model:         model,
-		Messages:      messages,
-		Stream:        true,
-		StreamOptions: &streamOptions{IncludeUsage: true},
-		MaxTokens:     req.MaxTokens,
-		Temperature:   req.Temperature,
-	}
-	resp, err := c.post(ctx, src, chatPath, body, true)
+	resp, err := c.post(ctx, src, chatPath, json.RawMessage(body), true)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +94,7 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 		}
 		return &oneChunkStream{chunk: chunk}, nil
 	}
-	return &chatStream{ctx: ctx, src: src, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	return &chatStream{ctx: ctx, src: src, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 }
 
 // isJSON reports whether resp carries a JSON document rather than an event
@@ -117,8 +106,8 @@ func isJSON(resp *http.Response) bool {
 
 // chunk turns a whole completion into the single chunk it amounts to.
 func (wc *wireCompletion) chunk(src transport.Source) (transport.ChatChunk, error) {
-	if wc.Error != nil {
-		return transport.ChatChunk{}, &UpstreamError{Source: src.Name, Message: sanitize(wc.Error.text(), src.APIKey.Reveal())}
+	if hasError(wc.Error) {
+		return transport.ChatChunk{}, upstreamError(src, wc.Error)
 	}
 	if len(wc.Choices) == 0 {
 		return transport.ChatChunk{}, fmt.Errorf("openai: source %q: chat completion has no choices", src.Name)
@@ -129,6 +118,14 @@ func (wc *wireCompletion) chunk(src transport.Source) (transport.ChatChunk, erro
 		return transport.ChatChunk{}, fmt.Errorf("openai: source %q: chat completion content: %w", src.Name, err)
 	}
 	chunk := transport.ChatChunk{Delta: text}
+	if choice.Message.Refusal != nil {
+		chunk.Refusal = *choice.Message.Refusal
+	}
+	for i, tc := range choice.Message.ToolCalls {
+		chunk.ToolCalls = append(chunk.ToolCalls, transport.ToolCallDelta{
+			Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
+		})
+	}
 	if choice.FinishReason != nil {
 		chunk.FinishReason = *choice.FinishReason
 	}
@@ -176,7 +173,7 @@ type chatStream struct {
 	ctx  context.Context
 	src  transport.Source
 	body io.ReadCloser
-	sse  *sseReader
+	sse  *sse.Reader
 
 	delivered int   // chunks returned by Recv
 	finished  bool  // a finish_reason was delivered
@@ -186,9 +183,9 @@ type chatStream struct {
 	closeOnce sync.Once
 }
 
-// Recv returns the next chunk that carries text, a finish reason or usage
-// (role-only and empty chunks are skipped, so the first chunk a caller sees
-// is the first token). It returns io.EOF after "data: [DONE]", ctx.Err()
+// Recv returns the next chunk that carries text, a refusal, tool-call
+// pieces, a finish reason or usage (role-only and empty chunks are skipped,
+// so the first chunk a caller sees is the first token). It returns io.EOF after "data: [DONE]", ctx.Err()
 // when the stream's ctx ended, *StreamCutError when the body ended or broke
 // before its end, and *UpstreamError when the upstream sent an error event.
 func (s *chatStream) Recv() (transport.ChatChunk, error) {
@@ -199,7 +196,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 		if s.closed.Load() {
 			return transport.ChatChunk{}, s.fail(errStreamClosed)
 		}
-		data, err := s.sse.next()
+		data, err := s.sse.Next()
 		if err != nil {
 			return transport.ChatChunk{}, s.fail(s.readError(err))
 		}
@@ -217,8 +214,8 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 		if s.delivered == 0 {
 			observe.NoteResponseModel(s.ctx, wc.Model)
 		}
-		if wc.Error != nil {
-			return transport.ChatChunk{}, s.fail(&UpstreamError{Source: s.src.Name, Message: sanitize(wc.Error.text(), s.src.APIKey.Reveal())})
+		if hasError(wc.Error) {
+			return transport.ChatChunk{}, s.fail(upstreamError(s.src, wc.Error))
 		}
 		var chunk transport.ChatChunk
 		for _, ch := range wc.Choices {
@@ -226,6 +223,12 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 				continue // pgw asks for one choice; ignore extras
 			}
 			chunk.Delta = ch.Delta.Content
+			chunk.Refusal = ch.Delta.Refusal
+			for _, d := range ch.Delta.ToolCalls {
+				chunk.ToolCalls = append(chunk.ToolCalls, transport.ToolCallDelta{
+					Index: d.Index, ID: d.ID, Name: d.Function.Name, Arguments: d.Function.Arguments,
+				})
+			}
 			if ch.FinishReason != nil {
 				chunk.FinishReason = *ch.FinishReason
 			}
@@ -234,7 +237,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 			u := wc.Usage.usage()
 			chunk.Usage = &u
 		}
-		if chunk.Delta == "" && chunk.FinishReason == "" && chunk.Usage == nil {
+		if !chunk.HasContent() && chunk.FinishReason == "" && chunk.Usage == nil {
 			continue
 		}
 		s.delivered++
@@ -253,7 +256,7 @@ func (s *chatStream) readError(err error) error {
 	if s.closed.Load() {
 		return errStreamClosed
 	}
-	if errors.Is(err, errSSELineTooLong) {
+	if errors.Is(err, sse.ErrLineTooLong) {
 		return fmt.Errorf("openai: source %q: %w", s.src.Name, err)
 	}
 	if errors.Is(err, io.EOF) {

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"net/url"
 	"time"
 
+	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/observe"
+	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -89,9 +92,10 @@ func defaultHTTPClient() *http.Client {
 	}}
 }
 
-// endpoint joins the source's base URL (which includes /v1) and path.
+// endpoint joins path onto the source's base URL (which includes /v1),
+// keeping the base URL's query (Azure's api-version).
 func endpoint(src transport.Source, path string) string {
-	return strings.TrimRight(src.BaseURL, "/") + path
+	return src.URL(path)
 }
 
 // post sends body as JSON to path on src and returns the response when its
@@ -105,7 +109,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 	url := endpoint(src, path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		return nil, fmt.Errorf("openai: source %q: bad base URL %q: %w", src.Name, src.BaseURL, err)
+		return nil, fmt.Errorf("openai: source %q: bad base URL %q", src.Name, src.RedactedBaseURL())
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -114,20 +118,19 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	if src.APIKey.IsSet() {
-		req.Header.Set("Authorization", "Bearer "+src.APIKey.Reveal())
-	}
+	provider.SetAuth(req.Header, src.Provider, src.APIKey.Reveal())
 	observe.InjectHeaders(ctx, req.Header) // an observer's trace context
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, url, err)
+		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, config.RedactURL(url), redactErr(err, url))
 	}
+	transport.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		return nil, c.httpError(resp, src.APIKey.Reveal())
+		return nil, c.httpError(resp, src)
 	}
 	return resp, nil
 }
@@ -145,11 +148,18 @@ func decodeJSON(ctx context.Context, src transport.Source, what string, resp *ht
 	return nil
 }
 
-// wireUsage is the OpenAI "usage" object.
+// wireUsage is the OpenAI "usage" object. The details are absent on older
+// models and on many compatible servers.
 type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 func (u *wireUsage) usage() transport.Usage {
@@ -160,5 +170,23 @@ func (u *wireUsage) usage() transport.Usage {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
-	return transport.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+	out := transport.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedPromptTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
+}
+
+// redactErr keeps a transport error's text from showing the request URL's
+// query (which may hold a credential): *url.Error prints the URL, so its
+// URL is replaced by the redacted form.
+func redactErr(err error, raw string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.URL == raw {
+		return &url.Error{Op: ue.Op, URL: config.RedactURL(raw), Err: ue.Err}
+	}
+	return err
 }

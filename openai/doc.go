@@ -4,12 +4,28 @@
 // transport.ChatTransport, transport.EmbedTransport and
 // transport.OCRTransport.
 //
+// # Chat requests
+//
+// ChatStream sends every field of transport.ChatRequest under OpenAI's name:
+// messages with string content or content parts (text, image_url with its
+// detail), assistant tool_calls and tool results (tool_call_id), tools,
+// tool_choice, parallel_tool_calls, response_format (json_object,
+// json_schema), stop, seed, top_p, user, max_tokens (the source's
+// MAX_TOKENS when the request sets none) and temperature, plus the keys of
+// Extra; an Extra key the client writes itself is a *transport.RequestError
+// before anything is sent. It asks for a stream with include_usage and
+// turns each chunk's content, refusal and tool_calls pieces into ChatChunks;
+// usage carries cached prompt and reasoning tokens when reported. A
+// tool call's arguments are returned as the model wrote them, valid JSON or
+// not.
+//
 // # Base URL
 //
 // Source.BaseURL includes the API version, as in the OpenAI SDKs' base_url:
-// "https://api.openai.com/v1", "http://localhost:8000/v1". The client appends
-// "/chat/completions" or "/embeddings" to it (a trailing slash is ignored),
-// so a proxy that serves the API under another prefix works unchanged.
+// "https://api.openai.com/v1", "http://localhost:8000/v1". The client joins
+// "/chat/completions" or "/embeddings" onto its path (a trailing slash is
+// ignored) and keeps its query (Azure's api-version), so a proxy that serves
+// the API under another prefix works unchanged.
 //
 // # Timeouts and cancellation
 //
@@ -34,6 +50,7 @@
 // io.ErrUnexpectedEOF), an ordinary failure — never a silent io.EOF. Any other
 // failure (connection refused, malformed body) is a plain wrapped error.
 //
-// The source's API key is sent only in the Authorization header. It is never
+// The source's API key is sent only in its provider's credential header
+// (Authorization: Bearer, or api-key for PROVIDER=azure). It is never
 // logged, and every message taken from an upstream answer has it redacted.
 package openai

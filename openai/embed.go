@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -26,7 +27,7 @@ type wireEmbedding struct {
 type embedResponse struct {
 	Data  []wireEmbedding `json:"data"`
 	Usage *wireUsage      `json:"usage"`
-	Error *wireError      `json:"error"`
+	Error json.RawMessage `json:"error"`
 	Model string          `json:"model"`
 }
 
@@ -54,8 +55,8 @@ func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.
 		return transport.EmbedResponse{}, err
 	}
 	observe.NoteResponseModel(ctx, er.Model)
-	if er.Error != nil {
-		return transport.EmbedResponse{}, &UpstreamError{Source: src.Name, Message: sanitize(er.Error.text(), src.APIKey.Reveal())}
+	if hasError(er.Error) {
+		return transport.EmbedResponse{}, upstreamError(src, er.Error)
 	}
 	vectors, err := inInputOrder(er.Data, len(req.Inputs))
 	if err != nil {

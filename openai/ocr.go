@@ -13,21 +13,6 @@ import (
 // OCRRequest.Prompt is empty.
 const DefaultOCRPrompt = "Transcribe all text in this image."
 
-type visionMessage struct {
-	Role    string       `json:"role"`
-	Content []visionPart `json:"content"`
-}
-
-type visionPart struct {
-	Type     string    `json:"type"`
-	Text     string    `json:"text,omitempty"`
-	ImageURL *imageURL `json:"image_url,omitempty"`
-}
-
-type imageURL struct {
-	URL string `json:"url"`
-}
-
 // OCR reads one image on src as a non-streamed vision chat request: POST
 // {BaseURL}/chat/completions with one user message holding the prompt
 // (DefaultOCRPrompt when req.Prompt is empty) and the image as a data URL
@@ -46,11 +31,11 @@ func (c *Client) OCR(ctx context.Context, src transport.Source, req transport.OC
 	}
 	body := chatRequest{
 		Model: model,
-		Messages: []visionMessage{{
+		Messages: []wireMessage{{
 			Role: "user",
-			Content: []visionPart{
-				{Type: "text", Text: prompt},
-				{Type: "image_url", ImageURL: &imageURL{URL: DataURL(req.Image, req.MIME)}},
+			Content: []wirePart{
+				{Type: transport.PartText, Text: prompt},
+				{Type: transport.PartImageURL, ImageURL: &transport.ImageURL{URL: DataURL(req.Image, req.MIME)}},
 			},
 		}},
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,15 +35,15 @@ type ChatOptions struct {
 // timeout (the source's Timeout) per attempt, the scope's pacer and in-call
 // demotion. Safe for concurrent use.
 type Chat struct {
-	l         *Loop
-	tr        transport.ChatTransport
-	first     time.Duration
-	afterFunc func(time.Duration, func()) func() bool
+	l            *Loop
+	tr           transport.ChatTransport
+	firstTimeout time.Duration
+	afterFunc    func(time.Duration, func()) func() bool
 }
 
 // NewChat returns the chat loop of l's scope over tr.
 func NewChat(l *Loop, tr transport.ChatTransport, opt ChatOptions) *Chat {
-	c := &Chat{l: l, tr: tr, first: opt.FirstTokenTimeout, afterFunc: opt.AfterFunc}
+	c := &Chat{l: l, tr: tr, firstTimeout: opt.FirstTokenTimeout, afterFunc: opt.AfterFunc}
 	if c.afterFunc == nil {
 		c.afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
@@ -52,52 +51,110 @@ func NewChat(l *Loop, tr transport.ChatTransport, opt ChatOptions) *Chat {
 }
 
 // Stream opens a governed streamed answer. Once it returns, the first chunk
-// has arrived and the call no longer retries: a later failure is returned by
-// Recv. The stream holds the source's admission (probe lease, permit, pacer
-// slot) until it ends — io.EOF, an error, or Close — so Close must be called.
+// that carries part of the answer (text, a refusal or a tool-call piece) has
+// arrived and the call no longer retries: a later failure is returned by
+// Recv. A role-only or empty first event does not end the retrying. The
+// stream holds the source's admission (probe lease, permit, pacer slot)
+// until it ends — io.EOF, an error, or Close — so Close must be called.
+//
+// The request is checked before any attempt: an illegal value, or a field
+// the provider of one of the scope's sources cannot express, is a
+// *transport.RequestError.
 func (c *Chat) Stream(ctx context.Context, req transport.ChatRequest) (*Stream, error) {
-	return runOp(ctx, c.l, opChat, req.Model, estimateChat(req), true, func(actx context.Context, src config.Source, h *hold) (*Stream, transport.Usage, error) {
+	if err := c.check(req); err != nil {
+		return nil, err
+	}
+	return runOp(ctx, c.l, opChat, req.Model, transport.EstimateTokens(req), true, func(actx context.Context, src config.Source, h *hold) (*Stream, transport.Usage, error) {
 		return c.open(ctx, actx, src, req, h)
 	})
 }
 
-// Complete runs Stream and collects the whole answer.
+// Complete runs a governed chat call and collects the whole answer. Nothing
+// reaches the caller before the answer is complete, so every attempt is
+// retried and fails over until one delivers a whole answer: a stream cut
+// half-way is a failed attempt like any other, not the call's end.
 func (c *Chat) Complete(ctx context.Context, req transport.ChatRequest) (transport.ChatResponse, error) {
-	s, err := c.Stream(ctx, req)
-	if err != nil {
+	if err := c.check(req); err != nil {
 		return transport.ChatResponse{}, err
 	}
-	defer s.Close()
-	var b strings.Builder
-	resp := transport.ChatResponse{Source: s.Source()}
-	for {
-		ch, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			resp.Content = b.String()
-			resp.Usage = s.Usage()
-			return resp, nil
-		}
+	return runOp(ctx, c.l, opChat, req.Model, transport.EstimateTokens(req), true, func(actx context.Context, src config.Source, h *hold) (transport.ChatResponse, transport.Usage, error) {
+		a, err := c.first(actx, src, req, h)
 		if err != nil {
-			return transport.ChatResponse{}, err
+			return transport.ChatResponse{}, transport.Usage{}, err
 		}
-		b.WriteString(ch.Delta)
-		if ch.FinishReason != "" {
-			resp.FinishReason = ch.FinishReason
+		defer a.cancel()
+		defer a.st.Close()
+		var col transport.Collector
+		for _, ch := range a.pending {
+			col.Add(ch)
 		}
-	}
+		for !a.eof {
+			ch, err := a.st.Recv()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return transport.ChatResponse{}, transport.Usage{}, err
+			}
+			col.Add(ch)
+		}
+		resp := col.Response()
+		resp.Source = src.Name
+		return resp, resp.Usage, nil
+	})
 }
 
-// open is one chat attempt: open the stream and wait for its first chunk.
-func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.ChatRequest, h *hold) (*Stream, transport.Usage, error) {
+// check validates req, then asks the transport, when it can tell, whether
+// every source of the scope can carry it: a field one fail-over target
+// could not express fails the call before any attempt.
+func (c *Chat) check(req transport.ChatRequest) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	v, ok := c.tr.(transport.ChatValidator)
+	if !ok {
+		return nil
+	}
+	for _, name := range c.l.order {
+		if err := v.ValidateChat(c.l.sources[name], req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opened is an attempt's stream up to its first chunk of content.
+type opened struct {
+	st transport.ChatStream
+	// pending are the chunks read so far, the first of content last (or
+	// every chunk of an answer without content).
+	pending []transport.ChatChunk
+	// eof: the stream already returned io.EOF.
+	eof bool
+	// cancel ends the stream's ctx.
+	cancel func()
+}
+
+// first opens the stream of one attempt and reads up to its first chunk that
+// carries part of the answer, under the first-token timeout. Chunks before
+// it (the finish reason and usage of an empty answer) are kept in pending.
+func (c *Chat) first(actx context.Context, src config.Source, req transport.ChatRequest, h *hold) (opened, error) {
 	sctx, cancelCause := context.WithCancelCause(actx)
 	stop := func() bool { return false }
-	if c.first > 0 {
-		stop = c.afterFunc(c.first, func() { cancelCause(ErrFirstTokenTimeout) })
+	if c.firstTimeout > 0 {
+		stop = c.afterFunc(c.firstTimeout, func() { cancelCause(ErrFirstTokenTimeout) })
 	}
+	var pending []transport.ChatChunk
 	st, err := c.tr.ChatStream(sctx, src, req)
-	var first transport.ChatChunk
-	if err == nil {
-		first, err = st.Recv()
+	for err == nil {
+		var ch transport.ChatChunk
+		if ch, err = st.Recv(); err != nil {
+			break
+		}
+		pending = append(pending, ch)
+		if ch.HasContent() {
+			break
+		}
 	}
 	stop()
 	if err != nil && err != io.EOF {
@@ -105,28 +162,39 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 			_ = st.Close()
 		}
 		if errors.Is(context.Cause(sctx), ErrFirstTokenTimeout) && actx.Err() == nil {
-			err = fmt.Errorf("%w (%v on source %q)", ErrFirstTokenTimeout, c.first, src.Name)
+			err = fmt.Errorf("%w (%v on source %q)", ErrFirstTokenTimeout, c.firstTimeout, src.Name)
 		}
 		cancelCause(nil)
+		return opened{}, err
+	}
+	if len(pending) > 0 {
+		h.firstChunk(c.l)
+	}
+	return opened{st: st, pending: pending, eof: err == io.EOF, cancel: func() { cancelCause(nil) }}, nil
+}
+
+// open is one attempt of a streamed call: open the stream and wait for its
+// first chunk of content.
+func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.ChatRequest, h *hold) (*Stream, transport.Usage, error) {
+	a, err := c.first(actx, src, req, h)
+	if err != nil {
 		return nil, transport.Usage{}, err
 	}
 	t, cancel := h.keep()
-	if err == nil {
-		h.firstChunk(c.l)
-	}
 	s := &Stream{
-		l:      c.l,
-		ctx:    ctx,
-		st:     st,
-		ticket: t,
-		rep:    h.rep,
-		cancel: func() { cancelCause(nil); cancel() },
+		l:       c.l,
+		ctx:     ctx,
+		st:      a.st,
+		ticket:  t,
+		rep:     h.rep,
+		cancel:  func() { a.cancel(); cancel() },
+		pending: a.pending,
 	}
-	if err == io.EOF {
+	for _, ch := range a.pending {
+		s.note(ch)
+	}
+	if a.eof {
 		s.end = io.EOF
-	} else {
-		s.pending, s.first = true, first
-		s.note(first)
 	}
 	return s, transport.Usage{}, nil
 }
@@ -141,8 +209,7 @@ type Stream struct {
 	ticket  *admission.Ticket
 	rep     *attemptReport // nil without an observer
 	cancel  func()
-	first   transport.ChatChunk
-	pending bool
+	pending []transport.ChatChunk // read while opening, not yet returned
 	usage   transport.Usage
 	end     error // set when the stream has ended: io.EOF or the error
 	done    atomic.Bool
@@ -161,9 +228,10 @@ func (s *Stream) Usage() transport.Usage { return s.usage }
 // end gives the source's admission back: Success at io.EOF, the error's
 // class otherwise.
 func (s *Stream) Recv() (transport.ChatChunk, error) {
-	if s.pending {
-		s.pending = false
-		return s.first, nil
+	if len(s.pending) > 0 {
+		ch := s.pending[0]
+		s.pending = s.pending[1:]
+		return ch, nil
 	}
 	if s.end != nil {
 		if s.end == io.EOF {
@@ -237,16 +305,11 @@ func streamResult(ctx context.Context, outcome string) string {
 	return observe.ResultError // cut after the first chunk: not retried
 }
 
-// estimateChat is the token reservation of a chat request: the caller's
-// estimate, or about four characters per token of the messages plus the
-// answer's MaxTokens.
-func estimateChat(req transport.ChatRequest) int64 {
-	if req.EstTokens > 0 {
-		return int64(req.EstTokens)
+// UnknownEvents returns how many events of a type its transport does not
+// know the stream has skipped, when the transport counts them (0 otherwise).
+func (s *Stream) UnknownEvents() int {
+	if c, ok := s.st.(transport.EventCounter); ok {
+		return c.UnknownEvents()
 	}
-	n := 0
-	for _, m := range req.Messages {
-		n += len(m.Content) + len(m.Role)
-	}
-	return int64((n+3)/4 + max(req.MaxTokens, 0))
+	return 0
 }

@@ -208,12 +208,6 @@ func TestChatDemotesASourceThatFailedInThisCall(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, []string{"s1", "s2"}, tr.openedSources())
-
-	// Run without Demote retries the preferred source.
-	sc := &script{errs: map[string][]error{"s1": {errBoom}}}
-	_, err = retry.Run(context.Background(), e.loop, 1, sc.attempt)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"s1", "s1"}, sc.seen())
 }
 
 func TestChatThrottleShrinksThePacerAndHoldsTheSourceOff(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/transport"
 )
 
 // Class is how a loop treats an attempt's outcome.
@@ -71,6 +72,12 @@ func Classify(err error) Class {
 	}
 	if errors.Is(err, context.Canceled) {
 		return Canceled
+	}
+	var re *transport.RequestError
+	if errors.As(err, &re) {
+		// A request the source cannot carry: no other attempt would do
+		// better.
+		return CallerError
 	}
 	return Failure
 }

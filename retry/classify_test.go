@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/pgw-go/pgw/retry"
+	"github.com/pgw-go/pgw/transport"
 )
 
 func TestClassifyFollowsSpecSection7(t *testing.T) {
@@ -83,4 +84,9 @@ func TestBackoffIsExponentialFullJitterCapped(t *testing.T) {
 	}
 	assert.Equal(t, retry.DefaultBackoffBase, retry.Backoff{}.Ceiling(1))
 	assert.Equal(t, retry.DefaultBackoffMax, retry.Backoff{}.Ceiling(100))
+}
+
+func TestRequestErrorIsACallerError(t *testing.T) {
+	err := fmt.Errorf("attempt: %w", &transport.RequestError{Field: "Seed", Problem: "unsupported", Source: "claude"})
+	assert.Equal(t, retry.CallerError, retry.Classify(err), "a request the source cannot carry is not retried")
 }

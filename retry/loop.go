@@ -31,9 +31,12 @@ type Config struct {
 	Memo *admission.Memo
 	// Pacer is the AIMD pacer (chat); nil means none.
 	Pacer admission.Pacing
-	// Demote moves a source that failed in a call after the healthy ones
-	// for the rest of that call (chat's in-call demotion). Chat always
-	// demotes; Run, Embed and OCR follow this field.
+	// Demote is kept for compatibility and ignored: every loop (Run,
+	// Chat, Embed, OCR) moves a source that failed in a call after the
+	// healthy ones for the rest of that call, so a failing primary is not
+	// retried while a healthy backup waits.
+	//
+	// Deprecated: demotion is always on.
 	Demote bool
 	// Backoff is the backoff between failed attempts (zero: defaults).
 	Backoff Backoff
@@ -67,6 +70,7 @@ type Config struct {
 type Loop struct {
 	scope       string
 	sources     map[string]config.Source
+	order       []string // source names in settings order
 	adm         *admission.SourceAdmission
 	maxAttempts int
 	window      time.Duration
@@ -100,7 +104,7 @@ func New(cfg Config) (*Loop, error) {
 		sources:     make(map[string]config.Source, len(sc.Sources)),
 		maxAttempts: sc.MaxAttempts,
 		window:      sc.StallWindow,
-		demote:      cfg.Demote,
+		demote:      true,
 		backoff:     cfg.Backoff,
 		classify:    cfg.Classify,
 		clock:       cfg.Clock,
@@ -130,6 +134,7 @@ func New(cfg Config) (*Loop, error) {
 	srcs := make([]admission.Source, len(sc.Sources))
 	for i, s := range sc.Sources {
 		l.sources[s.Name] = s
+		l.order = append(l.order, s.Name)
 		srcs[i] = admission.Source{Name: s.Name, Weight: s.Weight, Priority: s.Priority}
 		if s.BatchSize > 0 && (l.minBatch == 0 || s.BatchSize < l.minBatch) {
 			l.minBatch = s.BatchSize
@@ -391,10 +396,7 @@ func resultOf(c Class) admission.Result {
 // settled is the token count to settle: the usage when the upstream reported
 // one, otherwise the estimate stands.
 func settled(u transport.Usage) int64 {
-	if n := u.TotalTokens; n > 0 {
-		return int64(n)
-	}
-	if n := u.PromptTokens + u.CompletionTokens; n > 0 {
+	if n := u.Billable(); n > 0 {
 		return int64(n)
 	}
 	return -1

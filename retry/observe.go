@@ -80,7 +80,7 @@ func (r *report) beginAttempt(t *admission.Ticket, n int) *attemptReport {
 		model = src.Model
 	}
 	ev := observe.AttemptStart{Scope: r.scope, Source: t.Source, Attempt: n, Probe: t.Decision.Probe, At: now,
-		Operation: r.op, Model: model, BaseURL: src.BaseURL, Priority: src.Priority, State: t.Decision.State}
+		Operation: r.op, Model: model, BaseURL: src.RedactedBaseURL(), Provider: string(src.Provider), Priority: src.Priority, State: t.Decision.State}
 	r.o.ObserveAttemptStart(ev)
 	return &attemptReport{r: r, start: ev, rec: observe.AttemptRecord{
 		Scope: r.scope, Source: t.Source, Attempt: n, Probe: t.Decision.Probe, Start: now,

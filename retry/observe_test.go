@@ -99,8 +99,7 @@ func TestEventsArriveInCausalOrder(t *testing.T) {
 		"start s1#1",
 		"attempt s1#1 failure",
 		"state s1 closed→open",
-		"reject s1 circuit_open",
-		"start s2#2",
+		"start s2#2", // s1 failed in this call: demoted, not asked again
 		"attempt s2#2 success",
 		"call success after 2 on s2",
 	}, tr.get())

@@ -116,7 +116,7 @@ func run(w io.Writer, metrics bool) error {
 		"SOLO_FAST__SOURCES":           "solo",
 		"SOLO_FAST__CIRCUIT_OPEN":      "fail_fast",
 		"SOLO_FAST__FAILURE_THRESHOLD": "1",
-		"SOLO_FAST__COOLDOWN_S":        "1",
+		"SOLO_FAST__COOLDOWN_S":        "3",
 		"SOLO_FAST__SOLO__BASE_URL":    soloFast.URL,
 
 		"SOLO_WAIT__SOURCES":           "solo",

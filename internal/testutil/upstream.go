@@ -74,6 +74,10 @@ type Reply struct {
 	BeforeChunk func(ctx context.Context, i int)
 	// Usage replaces the computed token counts.
 	Usage *Usage
+	// ToolCalls, when set, make a chat answer ask for these tools (after
+	// any Text given explicitly) and finish with "tool_calls" ("tool_use"
+	// on the Anthropic endpoint); see upstream_tools.go.
+	ToolCalls []ToolCall
 }
 
 // Request is what the fake recorded of one request.
@@ -93,6 +97,8 @@ type Request struct {
 	Inputs []string
 	// Header is a copy of the request's headers.
 	Header http.Header
+	// APIKey is the x-api-key header (Anthropic's credential).
+	APIKey string
 }
 
 // Upstream is a fake OpenAI-compatible API on a loopback httptest server:
@@ -139,6 +145,7 @@ func StartUpstream() (u *Upstream, stop func()) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", u.serveChat)
 	mux.HandleFunc("/v1/embeddings", u.serveEmbeddings)
+	mux.HandleFunc("/v1/messages", u.serveMessages)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Reply{Status: http.StatusNotFound, Message: "unknown path " + r.URL.Path, Code: "not_found"})
 	})
@@ -229,7 +236,7 @@ func (u *Upstream) admit(req Request) Reply {
 	u.counts[req.Endpoint]++
 	u.last[req.Endpoint] = req
 	u.lastAny = req
-	if u.apiKey != "" && req.Authorization != "Bearer "+u.apiKey {
+	if u.apiKey != "" && req.Authorization != "Bearer "+u.apiKey && req.APIKey != u.apiKey {
 		sent := strings.TrimPrefix(req.Authorization, "Bearer ")
 		return Reply{Status: http.StatusUnauthorized, Message: "Incorrect API key provided: " + sent, Code: "invalid_api_key"}
 	}
@@ -332,6 +339,10 @@ func (u *Upstream) serveChat(w http.ResponseWriter, r *http.Request) {
 	if reply.Cut {
 		panic(http.ErrAbortHandler)
 	}
+	if len(reply.ToolCalls) > 0 {
+		writeToolCompletion(w, cb.Model, reply, usage)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "model": cb.Model,
 		"choices": []any{map[string]any{
@@ -366,6 +377,13 @@ func (u *Upstream) stream(w http.ResponseWriter, r *http.Request, req Request, r
 	}
 	event(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	ctx := r.Context()
+	if len(reply.ToolCalls) > 0 {
+		if !u.wait(ctx, reply.FirstTokenDelay) {
+			return
+		}
+		streamToolCalls(w, req, reply, usage, event, chunk)
+		return
+	}
 	for i, piece := range chunks {
 		if i == 0 && !u.wait(ctx, reply.FirstTokenDelay) {
 			return

@@ -1,4 +1,6 @@
-package openai
+// Package sse reads server-sent event streams as chat APIs send them: one
+// event at a time, each delivered as soon as its closing blank line arrives.
+package sse
 
 import (
 	"bufio"
@@ -8,35 +10,37 @@ import (
 	"io"
 )
 
-// maxSSELine bounds one line of an event stream. A chat chunk is a few
+// MaxLine bounds one line of an event stream. A chat chunk is a few
 // hundred bytes; the bound only stops a broken upstream from growing memory
 // without end.
-const maxSSELine = 4 << 20
+const MaxLine = 4 << 20
 
-// errSSELineTooLong reports a line longer than maxSSELine.
-var errSSELineTooLong = fmt.Errorf("openai: event stream line longer than %d bytes", maxSSELine)
+// ErrLineTooLong reports a line longer than MaxLine.
+var ErrLineTooLong = fmt.Errorf("sse: event stream line longer than %d bytes", MaxLine)
 
-// sseReader reads the data of server-sent events, one event at a time, as
+// Reader reads the data of server-sent events, one event at a time, as
 // soon as each event's terminating blank line arrives: it never waits for
 // more of the body than the current event. Fields other than data (event,
-// id, retry) and comments (": keep-alive") are ignored, as OpenAI-compatible
-// streams carry everything in data. Not safe for concurrent use.
-type sseReader struct {
+// id, retry) and comments (": keep-alive") are ignored: OpenAI-compatible
+// streams carry everything in data, and Anthropic's repeat the event's name
+// as the data's "type". Not safe for concurrent use.
+type Reader struct {
 	r    *bufio.Reader
 	line []byte // reused buffer for lines longer than the bufio buffer
 	data []byte // data of the event being read
 }
 
-func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 32<<10)}
+// NewReader returns a Reader of the event stream r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 32<<10)}
 }
 
-// next returns the data of the next event, data lines joined by "\n". At a
+// Next returns the data of the next event, data lines joined by "\n". At a
 // clean end of the body it returns io.EOF; a last event whose lines are
 // complete but which lacks the closing blank line is still delivered first,
 // while a last line cut in the middle is dropped. Other read errors are
 // returned as they are.
-func (s *sseReader) next() ([]byte, error) {
+func (s *Reader) Next() ([]byte, error) {
 	s.data = s.data[:0]
 	haveData := false
 	for {
@@ -72,7 +76,7 @@ func (s *sseReader) next() ([]byte, error) {
 // readLine returns the next complete line without its "\n" or "\r\n". A
 // final line without "\n" is incomplete — the body was cut inside it — and
 // is reported as io.EOF (or the read error) without its bytes.
-func (s *sseReader) readLine() ([]byte, error) {
+func (s *Reader) readLine() ([]byte, error) {
 	s.line = s.line[:0]
 	for {
 		frag, err := s.r.ReadSlice('\n')
@@ -84,8 +88,8 @@ func (s *sseReader) readLine() ([]byte, error) {
 				s.line = append(s.line, frag...)
 				line = s.line
 			}
-			if len(line) > maxSSELine {
-				return nil, errSSELineTooLong
+			if len(line) > MaxLine {
+				return nil, ErrLineTooLong
 			}
 			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
 			return line, nil
@@ -94,8 +98,8 @@ func (s *sseReader) readLine() ([]byte, error) {
 			return nil, err
 		}
 		s.line = append(s.line, frag...)
-		if len(s.line) > maxSSELine {
-			return nil, errSSELineTooLong
+		if len(s.line) > MaxLine {
+			return nil, ErrLineTooLong
 		}
 	}
 }

@@ -1,0 +1,66 @@
+// Package anthropic is the chat transport for Anthropic's Messages API, with
+// net/http alone. It maps the gateway's ChatRequest — which uses OpenAI's
+// shapes — onto POST {BASE_URL}/messages and streams the answer back as the
+// same ChatChunks the OpenAI-compatible transport yields, so that one scope
+// can list an OpenAI-compatible primary and an Anthropic backup and fail
+// over between them with tools intact.
+//
+// # Source settings
+//
+// PROVIDER=anthropic; BASE_URL includes the version path
+// (https://api.anthropic.com/v1); API_KEY is sent as x-api-key, with
+// anthropic-version: 2023-06-01 (provider.AnthropicVersion).
+//
+// # Mapping
+//
+//   - system and developer messages become the top-level "system" text, in
+//     order;
+//   - user and assistant messages become content blocks: text, images
+//     (an http(s) URL as a "url" source, a data: URI as a "base64" one), the
+//     assistant's tool calls as "tool_use" blocks (arguments must be a JSON
+//     object); "tool" messages become "tool_result" blocks of a user turn;
+//     consecutive turns of the same role are merged, as the API requires;
+//   - Tools become tools with "input_schema"; ToolChoice auto, none,
+//     required and a named function become auto, none, any and tool;
+//     ParallelToolCalls=false becomes disable_parallel_tool_use;
+//   - Stop becomes stop_sequences, User metadata.user_id;
+//   - MaxTokens is required by the API: a request without one sends the
+//     source's MAX_TOKENS, else DefaultMaxTokens;
+//   - ResponseFormat json_object and json_schema are served by one forced
+//     tool whose input schema is the answer's schema; the tool's input is
+//     returned as the answer's text, so the caller sees JSON content as from
+//     OpenAI.
+//
+// A field the API cannot express — Seed, Strict on a tool or a schema, an
+// image Detail other than auto, a message Name, a Temperature above 1, a
+// response format together with Tools, an Extra key the transport writes —
+// is a *transport.RequestError naming the field and the source, returned by
+// ValidateChat (the gateway checks every source before the first attempt)
+// and by ChatStream before anything is sent.
+//
+// # Stream
+//
+// message_start, content_block_start, content_block_delta (text_delta,
+// input_json_delta), message_delta and message_stop become ChatChunks: text
+// as Delta, tool_use blocks as ToolCalls (numbered from 0 in the order they
+// start), the stop reason as FinishReason (end_turn and stop_sequence →
+// "stop", max_tokens → "length", tool_use → "tool_calls", refusal →
+// "content_filter"), and the usage of message_start and message_delta
+// together on the last chunk. ping events are skipped; event types the
+// transport does not know are ignored and counted (UnknownEvents). A body
+// that ends before message_stop and before the stop reason is a
+// *StreamCutError; an error event is a
+// *errs.HTTPError with the status its error type stands for (529 for
+// overloaded_error, 429 for rate_limit_error, …), so it is classified like
+// the same error sent as a status.
+//
+// # OCR
+//
+// The client is also an OCRTransport: the image is sent as a base64 block
+// with the prompt, and the streamed answer collected.
+//
+// # Errors
+//
+// A non-2xx answer is a *errs.HTTPError: 529 overloaded_error is an ordinary
+// failure (the call fails over), 429 carries retry-after.
+package anthropic

@@ -1,0 +1,320 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pgw-go/pgw/transport"
+)
+
+// reservedKeys are the body keys the transport writes itself; Extra may not
+// name them.
+var reservedKeys = []string{
+	"model", "messages", "system", "max_tokens", "stream", "tools", "tool_choice",
+	"stop_sequences", "temperature", "top_p", "metadata",
+}
+
+// answerTool is the name of the forced tool that serves a json_object
+// response format (a json_schema one uses the schema's name).
+const answerTool = "json_answer"
+
+type messagesRequest struct {
+	Model         string          `json:"model"`
+	MaxTokens     int             `json:"max_tokens"`
+	System        string          `json:"system,omitempty"`
+	Messages      []wireMessage   `json:"messages"`
+	Tools         []wireTool      `json:"tools,omitempty"`
+	ToolChoice    *wireToolChoice `json:"tool_choice,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	TopP          *float64        `json:"top_p,omitempty"`
+	Metadata      *wireMetadata   `json:"metadata,omitempty"`
+	Stream        bool            `json:"stream"`
+}
+
+type wireMessage struct {
+	Role    string      `json:"role"`
+	Content []wireBlock `json:"content"`
+}
+
+// wireBlock is a content block of a request: text, image, tool_use or
+// tool_result.
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Source    *wireImage      `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   []wireBlock     `json:"content,omitempty"`
+}
+
+type wireImage struct {
+	Type      string `json:"type"`
+	URL       string `json:"url,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type wireToolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+type wireMetadata struct {
+	UserID string `json:"user_id"`
+}
+
+// ValidateChat reports a request that cannot be sent to src: a field the
+// Messages API cannot express, or an Extra key the transport writes.
+func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
+	_, err := messagesBody(src, req)
+	return err
+}
+
+// unsupported is the error of a field the API cannot express.
+func unsupported(src transport.Source, field, problem string) error {
+	return &transport.RequestError{Field: field, Problem: problem, Source: src.Name, Provider: src.Provider}
+}
+
+// messagesBody maps req onto a streamed Messages request to src, Extra
+// merged in; the answer's JSON format, when asked for, is the forced tool
+// named by the returned answer (empty otherwise).
+func messagesBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
+	b, _, err := buildBody(src, req)
+	return b, err
+}
+
+func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, answer string, err error) {
+	if err := req.Validate(); err != nil {
+		return nil, "", err
+	}
+	if err := transport.ExtraConflict(req.Extra, reservedKeys, src); err != nil {
+		return nil, "", err
+	}
+	if req.Seed != nil {
+		return nil, "", unsupported(src, "Seed", "the Messages API has no seed; leave Seed nil for scopes with Anthropic sources")
+	}
+	if t := req.Temperature; t != nil && *t > 1 {
+		return nil, "", unsupported(src, "Temperature", fmt.Sprintf("%v (legal on Anthropic: 0 to 1)", *t))
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) == 0 {
+		return nil, "", unsupported(src, "ParallelToolCalls", "set without Tools")
+	}
+	r := messagesRequest{
+		Model:         req.Model,
+		MaxTokens:     req.MaxTokens,
+		StopSequences: req.Stop,
+		Temperature:   req.Temperature,
+		TopP:          req.TopP,
+		Stream:        true,
+	}
+	if r.Model == "" {
+		r.Model = src.Model
+	}
+	if r.MaxTokens == 0 {
+		r.MaxTokens = src.MaxTokens
+	}
+	if r.MaxTokens == 0 {
+		r.MaxTokens = DefaultMaxTokens
+	}
+	if req.User != "" {
+		r.Metadata = &wireMetadata{UserID: req.User}
+	}
+	if r.System, r.Messages, err = mapMessages(src, req.Messages); err != nil {
+		return nil, "", err
+	}
+	for i, t := range req.Tools {
+		if t.Function.Strict {
+			return nil, "", unsupported(src, fmt.Sprintf("Tools[%d].Function.Strict", i), "the Messages API does not guarantee schema-exact arguments")
+		}
+		schema, _ := transport.SchemaJSON(t.Function.Parameters) // checked by Validate
+		if schema == nil {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		r.Tools = append(r.Tools, wireTool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
+	}
+	switch tc := req.ToolChoice.(type) {
+	case string:
+		switch tc {
+		case transport.ToolChoiceAuto:
+			r.ToolChoice = &wireToolChoice{Type: "auto"}
+		case transport.ToolChoiceNone:
+			r.ToolChoice = &wireToolChoice{Type: "none"}
+		case transport.ToolChoiceRequired:
+			r.ToolChoice = &wireToolChoice{Type: "any"}
+		}
+	case transport.ToolChoiceFunction:
+		r.ToolChoice = &wireToolChoice{Type: "tool", Name: tc.Name}
+	case *transport.ToolChoiceFunction:
+		r.ToolChoice = &wireToolChoice{Type: "tool", Name: tc.Name}
+	}
+	if p := req.ParallelToolCalls; p != nil && !*p {
+		if r.ToolChoice == nil {
+			r.ToolChoice = &wireToolChoice{Type: "auto"}
+		}
+		if r.ToolChoice.Type == "none" {
+			return nil, "", unsupported(src, "ParallelToolCalls", "set with ToolChoice none")
+		}
+		r.ToolChoice.DisableParallelToolUse = true
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type != transport.FormatText {
+		if len(req.Tools) > 0 || req.ToolChoice != nil {
+			return nil, "", unsupported(src, "ResponseFormat", "a JSON answer is served by a forced tool on Anthropic, which leaves no room for Tools or ToolChoice")
+		}
+		answer = answerTool
+		schema := json.RawMessage(`{"type":"object"}`)
+		desc := "Give the answer as this tool's input."
+		if js := rf.JSONSchema; js != nil {
+			if js.Strict {
+				return nil, "", unsupported(src, "ResponseFormat.JSONSchema.Strict", "the Messages API does not guarantee a schema-exact answer")
+			}
+			answer = js.Name
+			schema, _ = transport.SchemaJSON(js.Schema)
+			if js.Description != "" {
+				desc = js.Description
+			}
+		}
+		r.Tools = []wireTool{{Name: answer, Description: desc, InputSchema: schema}}
+		r.ToolChoice = &wireToolChoice{Type: "tool", Name: answer}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, "", fmt.Errorf("anthropic: source %q: encode request: %w", src.Name, err)
+	}
+	if len(req.Extra) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, "", fmt.Errorf("anthropic: source %q: encode request: %w", src.Name, err)
+		}
+		for k, v := range req.Extra {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return nil, "", &transport.RequestError{Field: "Extra[" + k + "]", Problem: "does not encode to JSON: " + err.Error()}
+			}
+			m[k] = raw
+		}
+		if b, err = json.Marshal(m); err != nil {
+			return nil, "", fmt.Errorf("anthropic: source %q: encode request: %w", src.Name, err)
+		}
+	}
+	return b, answer, nil
+}
+
+// mapMessages turns the chat's messages into the system text and the
+// alternating user/assistant turns of the Messages API.
+func mapMessages(src transport.Source, msgs []transport.Message) (string, []wireMessage, error) {
+	var system []string
+	var out []wireMessage
+	add := func(role string, blocks []wireBlock) {
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
+		}
+		out = append(out, wireMessage{Role: role, Content: blocks})
+	}
+	for i, m := range msgs {
+		at := fmt.Sprintf("Messages[%d]", i)
+		if m.Name != "" {
+			return "", nil, unsupported(src, at+".Name", "the Messages API has no participant names")
+		}
+		blocks, err := contentBlocks(src, at, m)
+		if err != nil {
+			return "", nil, err
+		}
+		switch m.Role {
+		case transport.RoleSystem, transport.RoleDeveloper:
+			var texts []string
+			for _, b := range blocks {
+				texts = append(texts, b.Text)
+			}
+			system = append(system, strings.Join(texts, ""))
+		case transport.RoleUser:
+			add("user", blocks)
+		case transport.RoleAssistant:
+			for j, tc := range m.ToolCalls {
+				input, err := toolInput(tc.Function.Arguments)
+				if err != nil {
+					return "", nil, unsupported(src, fmt.Sprintf("%s.ToolCalls[%d].Function.Arguments", at, j),
+						"not a JSON object; Anthropic takes a tool call's input as an object")
+				}
+				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+			}
+			add("assistant", blocks)
+		case transport.RoleTool:
+			result := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: blocks}
+			add("user", []wireBlock{result})
+		}
+	}
+	if out == nil {
+		out = []wireMessage{}
+	}
+	return strings.Join(system, "\n\n"), out, nil
+}
+
+// contentBlocks are the text and image blocks of a message.
+func contentBlocks(src transport.Source, at string, m transport.Message) ([]wireBlock, error) {
+	if len(m.Parts) == 0 {
+		if m.Content == "" {
+			return nil, nil
+		}
+		return []wireBlock{{Type: "text", Text: m.Content}}, nil
+	}
+	var blocks []wireBlock
+	for j, p := range m.Parts {
+		switch p.Type {
+		case transport.PartText:
+			blocks = append(blocks, wireBlock{Type: "text", Text: p.Text})
+		case transport.PartImageURL:
+			pat := fmt.Sprintf("%s.Parts[%d].ImageURL", at, j)
+			if d := p.ImageURL.Detail; d != "" && d != "auto" {
+				return nil, unsupported(src, pat+".Detail", fmt.Sprintf("%q (legal on Anthropic: auto or empty)", d))
+			}
+			img, err := imageSource(p.ImageURL.URL)
+			if err != nil {
+				return nil, unsupported(src, pat+".URL", err.Error())
+			}
+			blocks = append(blocks, wireBlock{Type: "image", Source: img})
+		}
+	}
+	return blocks, nil
+}
+
+// imageSource maps an http(s) URL to a url source and a base64 data: URI to
+// a base64 source.
+func imageSource(u string) (*wireImage, error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return &wireImage{Type: "url", URL: u}, nil
+	}
+	meta, data, ok := strings.Cut(rest, ",")
+	mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !isBase64 || mediaType == "" {
+		return nil, fmt.Errorf("a data: URI that is not data:<media type>;base64,… (Anthropic takes base64 images only)")
+	}
+	return &wireImage{Type: "base64", MediaType: mediaType, Data: data}, nil
+}
+
+// toolInput is a tool call's arguments as the JSON object Anthropic takes;
+// empty arguments are an empty object.
+func toolInput(args string) (json.RawMessage, error) {
+	a := bytes.TrimSpace([]byte(args))
+	if len(a) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(a, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	return json.RawMessage(a), nil
+}

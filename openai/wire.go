@@ -1,0 +1,215 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/pgw-go/pgw/transport"
+)
+
+// reservedKeys are the body keys the transport writes itself; Extra may not
+// name them.
+var reservedKeys = []string{
+	"model", "messages", "stream", "stream_options", "max_tokens", "temperature", "top_p",
+	"stop", "seed", "tools", "tool_choice", "parallel_tool_calls", "response_format", "user",
+}
+
+// chatRequest is the body of POST /chat/completions, in OpenAI's names.
+type chatRequest struct {
+	Model             string              `json:"model,omitempty"`
+	Messages          []wireMessage       `json:"messages"`
+	Stream            bool                `json:"stream"`
+	StreamOptions     *streamOptions      `json:"stream_options,omitempty"`
+	MaxTokens         int                 `json:"max_tokens,omitempty"`
+	Temperature       *float64            `json:"temperature,omitempty"`
+	TopP              *float64            `json:"top_p,omitempty"`
+	Stop              []string            `json:"stop,omitempty"`
+	Seed              *int                `json:"seed,omitempty"`
+	Tools             []wireTool          `json:"tools,omitempty"`
+	ToolChoice        any                 `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool               `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    *wireResponseFormat `json:"response_format,omitempty"`
+	User              string              `json:"user,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireMessage is one message. Content is a string, an array of parts, or
+// null (an assistant message that only calls tools).
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    any            `json:"content"`
+	Name       string         `json:"name,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wirePart struct {
+	Type     string              `json:"type"`
+	Text     string              `json:"text,omitempty"`
+	ImageURL *transport.ImageURL `json:"image_url,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type wireTool struct {
+	Type     string          `json:"type"`
+	Function wireFunctionDef `json:"function"`
+}
+
+type wireFunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+type wireNamedChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+type wireResponseFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema *wireJSONSchema `json:"json_schema,omitempty"`
+}
+
+type wireJSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+// ValidateChat reports a request that this transport cannot send to src: an
+// Extra key that the transport writes itself. Every other modelled field is
+// OpenAI's own.
+func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
+	return transport.ExtraConflict(req.Extra, reservedKeys, src)
+}
+
+var _ transport.ChatValidator = (*Client)(nil)
+
+// chatBody is the JSON body of a streamed chat request to src, Extra merged
+// in.
+func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := transport.ExtraConflict(req.Extra, reservedKeys, src); err != nil {
+		return nil, err
+	}
+	model := req.Model
+	if model == "" {
+		model = src.Model
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = src.MaxTokens
+	}
+	body := chatRequest{
+		Model:             model,
+		Messages:          wireMessages(req.Messages),
+		Stream:            true,
+		StreamOptions:     &streamOptions{IncludeUsage: true},
+		MaxTokens:         maxTokens,
+		Temperature:       req.Temperature,
+		TopP:              req.TopP,
+		Stop:              req.Stop,
+		Seed:              req.Seed,
+		ParallelToolCalls: req.ParallelToolCalls,
+		User:              req.User,
+	}
+	for _, t := range req.Tools {
+		params, _ := transport.SchemaJSON(t.Function.Parameters) // checked by Validate
+		body.Tools = append(body.Tools, wireTool{Type: transport.ToolTypeFunction, Function: wireFunctionDef{
+			Name: t.Function.Name, Description: t.Function.Description, Parameters: params, Strict: t.Function.Strict,
+		}})
+	}
+	switch tc := req.ToolChoice.(type) {
+	case string:
+		body.ToolChoice = tc
+	case transport.ToolChoiceFunction:
+		body.ToolChoice = namedChoice(tc.Name)
+	case *transport.ToolChoiceFunction:
+		body.ToolChoice = namedChoice(tc.Name)
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		body.ResponseFormat = &wireResponseFormat{Type: rf.Type}
+		if js := rf.JSONSchema; js != nil {
+			schema, _ := transport.SchemaJSON(js.Schema)
+			body.ResponseFormat.JSONSchema = &wireJSONSchema{Name: js.Name, Description: js.Description, Schema: schema, Strict: js.Strict}
+		}
+	}
+	return withExtra(src, body, req.Extra)
+}
+
+// withExtra encodes body and adds the keys of extra to it.
+func withExtra(src transport.Source, body any, extra map[string]any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("openai: source %q: encode request: %w", src.Name, err)
+	}
+	if len(extra) == 0 {
+		return b, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("openai: source %q: encode request: %w", src.Name, err)
+	}
+	for k, v := range extra {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, &transport.RequestError{Field: "Extra[" + k + "]", Problem: "does not encode to JSON: " + err.Error()}
+		}
+		m[k] = raw
+	}
+	return json.Marshal(m)
+}
+
+func namedChoice(name string) wireNamedChoice {
+	c := wireNamedChoice{Type: transport.ToolTypeFunction}
+	c.Function.Name = name
+	return c
+}
+
+// wireMessages maps messages to OpenAI's form; Validate has checked them.
+func wireMessages(msgs []transport.Message) []wireMessage {
+	out := make([]wireMessage, 0, len(msgs))
+	for _, m := range msgs {
+		w := wireMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		switch {
+		case len(m.Parts) > 0:
+			parts := make([]wirePart, len(m.Parts))
+			for i, p := range m.Parts {
+				parts[i] = wirePart{Type: p.Type, Text: p.Text, ImageURL: p.ImageURL}
+			}
+			w.Content = parts
+		case m.Content == "" && len(m.ToolCalls) > 0:
+			w.Content = nil // an assistant turn that only calls tools
+		default:
+			w.Content = m.Content
+		}
+		for _, tc := range m.ToolCalls {
+			w.ToolCalls = append(w.ToolCalls, wireToolCall{
+				ID: tc.ID, Type: transport.ToolTypeFunction,
+				Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
+			})
+		}
+		out = append(out, w)
+	}
+	return out
+}

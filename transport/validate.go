@@ -1,0 +1,250 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pgw-go/pgw/config"
+)
+
+// CodeRequest is the code of RequestError.
+const CodeRequest = "PGW-REQUEST"
+
+// RequestError is a chat request that cannot be sent: a field with an
+// illegal value, or one that the provider of a source cannot express. It is
+// returned before any attempt and is never retried.
+type RequestError struct {
+	// Field is the request field at fault, as a Go path
+	// ("Messages[2].Parts[0].ImageURL.URL", "Seed", "Extra[model]").
+	Field string
+	// Problem says what is wrong and what is legal.
+	Problem string
+	// Source and Provider name the source whose provider cannot express
+	// the field; empty when the value is illegal everywhere.
+	Source   string
+	Provider config.Provider
+}
+
+// Error implements the error interface.
+func (e *RequestError) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("pgw: chat request field %s cannot be sent to source %q (provider %s): %s", e.Field, e.Source, e.Provider, e.Problem)
+	}
+	return fmt.Sprintf("pgw: chat request field %s: %s", e.Field, e.Problem)
+}
+
+// Code returns CodeRequest.
+func (e *RequestError) Code() string { return CodeRequest }
+
+// ChatValidator is implemented by chat transports that can tell, before any
+// attempt, whether a request can be sent to a source. The gateway checks
+// every source of the scope first, so that a request one fail-over target
+// could not carry fails at once instead of half-way through a call.
+type ChatValidator interface {
+	// ValidateChat returns a *RequestError when req cannot be sent to src.
+	ValidateChat(src Source, req ChatRequest) error
+}
+
+// Validate checks what is illegal whatever the provider: unknown roles and
+// part types, empty image URLs, tool calls outside assistant messages, tool
+// results without their call's ID, unnamed or badly named tools, an unknown
+// tool choice or response format, and out-of-range sampling values.
+func (r ChatRequest) Validate() error {
+	bad := func(field, problem string) error { return &RequestError{Field: field, Problem: problem} }
+	for i, m := range r.Messages {
+		at := fmt.Sprintf("Messages[%d]", i)
+		switch m.Role {
+		case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
+		default:
+			return bad(at+".Role", fmt.Sprintf("%q (legal: system, developer, user, assistant, tool)", m.Role))
+		}
+		if m.Content != "" && len(m.Parts) > 0 {
+			return bad(at+".Parts", "set together with Content (legal: one or the other)")
+		}
+		for j, p := range m.Parts {
+			pat := fmt.Sprintf("%s.Parts[%d]", at, j)
+			switch p.Type {
+			case PartText:
+			case PartImageURL:
+				if m.Role != RoleUser {
+					return bad(pat, fmt.Sprintf("image part in a %q message (legal: user messages only)", m.Role))
+				}
+				if p.ImageURL == nil || strings.TrimSpace(p.ImageURL.URL) == "" {
+					return bad(pat+".ImageURL.URL", "empty (legal: an http(s) URL or a data: URI)")
+				}
+				u := p.ImageURL.URL
+				if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "data:") {
+					return bad(pat+".ImageURL.URL", "neither an http(s) URL nor a data: URI")
+				}
+				switch p.ImageURL.Detail {
+				case "", "auto", "low", "high":
+				default:
+					return bad(pat+".ImageURL.Detail", fmt.Sprintf("%q (legal: auto, low, high, or empty)", p.ImageURL.Detail))
+				}
+			default:
+				return bad(pat+".Type", fmt.Sprintf("%q (legal: text, image_url)", p.Type))
+			}
+		}
+		if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
+			return bad(at+".ToolCalls", fmt.Sprintf("set on a %q message (legal: assistant messages only)", m.Role))
+		}
+		for j, tc := range m.ToolCalls {
+			tat := fmt.Sprintf("%s.ToolCalls[%d]", at, j)
+			if tc.ID == "" {
+				return bad(tat+".ID", "empty (the tool result names the call by it)")
+			}
+			if tc.Type != "" && tc.Type != ToolTypeFunction {
+				return bad(tat+".Type", fmt.Sprintf("%q (legal: function)", tc.Type))
+			}
+			if tc.Function.Name == "" {
+				return bad(tat+".Function.Name", "empty")
+			}
+		}
+		if m.Role == RoleTool && m.ToolCallID == "" {
+			return bad(at+".ToolCallID", "empty on a tool message (legal: the ID of the call it answers)")
+		}
+		if m.Role != RoleTool && m.ToolCallID != "" {
+			return bad(at+".ToolCallID", fmt.Sprintf("set on a %q message (legal: tool messages only)", m.Role))
+		}
+	}
+	names := map[string]bool{}
+	for i, t := range r.Tools {
+		at := fmt.Sprintf("Tools[%d]", i)
+		if t.Type != "" && t.Type != ToolTypeFunction {
+			return bad(at+".Type", fmt.Sprintf("%q (legal: function)", t.Type))
+		}
+		if !validName(t.Function.Name) {
+			return bad(at+".Function.Name", fmt.Sprintf("%q (legal: 1 to 64 letters, digits, '_' or '-')", t.Function.Name))
+		}
+		if names[t.Function.Name] {
+			return bad(at+".Function.Name", fmt.Sprintf("%q offered twice", t.Function.Name))
+		}
+		names[t.Function.Name] = true
+		if _, err := SchemaJSON(t.Function.Parameters); err != nil {
+			return bad(at+".Function.Parameters", err.Error())
+		}
+	}
+	switch c := r.ToolChoice.(type) {
+	case nil:
+	case string:
+		switch c {
+		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+		default:
+			return bad("ToolChoice", fmt.Sprintf("%q (legal: auto, none, required, or a ToolChoiceFunction)", c))
+		}
+		if c == ToolChoiceRequired && len(r.Tools) == 0 {
+			return bad("ToolChoice", "required without Tools")
+		}
+	case ToolChoiceFunction:
+		if !names[c.Name] {
+			return bad("ToolChoice", fmt.Sprintf("function %q is not one of Tools", c.Name))
+		}
+	case *ToolChoiceFunction:
+		if c == nil || !names[c.Name] {
+			return bad("ToolChoice", "names a function that is not one of Tools")
+		}
+	default:
+		return bad("ToolChoice", fmt.Sprintf("a %T (legal: nil, \"auto\", \"none\", \"required\", or a ToolChoiceFunction)", c))
+	}
+	if rf := r.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case FormatText, FormatJSONObject:
+			if rf.JSONSchema != nil {
+				return bad("ResponseFormat.JSONSchema", fmt.Sprintf("set with Type %q (legal: only with json_schema)", rf.Type))
+			}
+		case FormatJSONSchema:
+			if rf.JSONSchema == nil {
+				return bad("ResponseFormat.JSONSchema", "nil with Type json_schema")
+			}
+			if !validName(rf.JSONSchema.Name) {
+				return bad("ResponseFormat.JSONSchema.Name", fmt.Sprintf("%q (legal: 1 to 64 letters, digits, '_' or '-')", rf.JSONSchema.Name))
+			}
+			if rf.JSONSchema.Schema == nil {
+				return bad("ResponseFormat.JSONSchema.Schema", "nil (legal: a JSON schema object)")
+			}
+			if _, err := SchemaJSON(rf.JSONSchema.Schema); err != nil {
+				return bad("ResponseFormat.JSONSchema.Schema", err.Error())
+			}
+		default:
+			return bad("ResponseFormat.Type", fmt.Sprintf("%q (legal: text, json_object, json_schema)", rf.Type))
+		}
+	}
+	if r.MaxTokens < 0 {
+		return bad("MaxTokens", fmt.Sprintf("%d (legal: ≥ 0, 0 for the default)", r.MaxTokens))
+	}
+	if t := r.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {
+		return bad("Temperature", fmt.Sprintf("%v (legal: 0 to 2)", *t))
+	}
+	if p := r.TopP; p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
+		return bad("TopP", fmt.Sprintf("%v (legal: 0 to 1)", *p))
+	}
+	for i, s := range r.Stop {
+		if s == "" {
+			return bad(fmt.Sprintf("Stop[%d]", i), "empty (legal: non-empty text)")
+		}
+	}
+	for k := range r.Extra {
+		if k == "" {
+			return bad("Extra", "empty key")
+		}
+	}
+	return nil
+}
+
+// SchemaJSON encodes a JSON schema given as any value (a map, a struct, a
+// json.RawMessage, a []byte or string of JSON) and checks that it is a JSON
+// object. nil gives nil.
+func SchemaJSON(v any) (json.RawMessage, error) {
+	var raw []byte
+	switch s := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		raw = s
+	case []byte:
+		raw = s
+	case string:
+		raw = []byte(s)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("does not encode to JSON: %v", err)
+		}
+		raw = b
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("not a JSON object (legal: a JSON schema object)")
+	}
+	return json.RawMessage(raw), nil
+}
+
+// ExtraConflict returns a *RequestError when a key of extra is one of the
+// body keys a transport writes itself.
+func ExtraConflict(extra map[string]any, reserved []string, src Source) error {
+	for _, k := range reserved {
+		if _, ok := extra[k]; ok {
+			return &RequestError{
+				Field:    "Extra[" + k + "]",
+				Problem:  "pgw writes this key from a modelled field or itself; set the modelled field instead (Extra only adds keys pgw does not write)",
+				Source:   src.Name,
+				Provider: src.Provider,
+			}
+		}
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
