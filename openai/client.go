@@ -123,6 +123,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 		}
 		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, url, err)
 	}
+	transport.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		return nil, c.httpError(resp, src.APIKey.Reveal())

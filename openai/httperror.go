@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/provider"
 )
 
 const (
@@ -30,9 +31,13 @@ const (
 // the body.
 func (c *Client) httpError(resp *http.Response, apiKey string) *errs.HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	ra := retryAfter(resp.Header, c.now())
+	if g, ok := provider.ParseGeminiError(body, c.now()); ok && resp.StatusCode == http.StatusTooManyRequests {
+		ra = max(ra, g.Delay) // Gemini says when in the body, a daily quota until its reset
+	}
 	return &errs.HTTPError{
 		StatusCode: resp.StatusCode,
-		RetryAfter: retryAfter(resp.Header, c.now()),
+		RetryAfter: ra,
 		Message:    errorMessage(resp.StatusCode, body, apiKey),
 	}
 }
