@@ -133,6 +133,7 @@ var sourceFields = []field[Source]{
 	intField("BATCH_SIZE", func(s *Source) *int { return &s.BatchSize }, 0, maxCount, "; 0 = no split"),
 	enumField("PROVIDER", func(s *Source) *Provider { return &s.Provider },
 		ProviderOpenAI, ProviderAzure, ProviderAnthropic),
+	boolField("LIMITS_FROM_HEADERS", func(s *Source) *bool { return &s.LimitsFromHeaders }),
 }
 
 const legalRedisURL = "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"
