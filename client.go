@@ -135,7 +135,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	// caller's.
 	obs := observe.Multi(attemptLog{log: o.logger}, o.observer)
 
-	var preloadBreaker, preloadQuota func(context.Context) error
+	var preloadBreaker, preloadQuota, preloadBudget func(context.Context) error
 	for _, sc := range s.Scopes {
 		gates, err := buildGates(&s, sc, g.redis, o.logger)
 		if err != nil {
@@ -154,6 +154,10 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			Backoff:  o.backoff,
 			Logger:   o.logger,
 			Observer: obs,
+		}
+		cfg.Advertising = gates.advertising
+		if gates.preloadBudget != nil && preloadBudget == nil {
+			preloadBudget = gates.preloadBudget
 		}
 		if sc.Name == ScopeChat {
 			p, err := newPacer(sc)
@@ -182,7 +186,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		g.names = append(g.names, sc.Name)
 	}
 
-	for _, load := range []func(context.Context) error{preloadBreaker, preloadQuota} {
+	for _, load := range []func(context.Context) error{preloadBreaker, preloadQuota, preloadBudget} {
 		if load == nil {
 			continue
 		}

@@ -67,6 +67,9 @@ type Config struct {
 	// called synchronously, outside every lock: wrap a slow one in
 	// observe.Async.
 	Observer observe.Observer
+	// Advertising reads the upstreams' rate-limit headers into a budget
+	// Pick reserves against; the zero value reads none.
+	Advertising Advertising
 }
 
 // ConfigError lists every invalid field of a Config.
@@ -98,6 +101,7 @@ type SourceAdmission struct {
 	rand        func() float64
 	log         *slog.Logger
 	w           *watch
+	adv         *advertiser // nil: no advertised budget
 }
 
 // New validates cfg and returns the scope's admission.
@@ -176,6 +180,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 	}
 	a.sel = newSelector(cfg.Sources, a.rand)
 	a.w = newWatch(a, cfg.Observer)
+	if cfg.Advertising.Budget != nil {
+		a.adv = &advertiser{Advertising: cfg.Advertising}
+	}
 	return a, nil
 }
 
@@ -271,6 +278,13 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 				continue
 			}
 			t.paced = true
+		}
+		if a.adv != nil {
+			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
+				t.giveBack(ctx)
+				rej = a.reject(rej, r, limit, clock)
+				continue
+			}
 		}
 		if a.memo.entries.Load() > 0 {
 			// The gates' round trips take time: an upstream's Retry-After
