@@ -29,7 +29,8 @@ func requests(limit, remaining int64, reset time.Duration) gate.Advertised {
 // with the time to the reset once it is spent; at the reset the budget is
 // the limit again, with an unknown reset (RetryAfter 0) until an answer
 // tells the next; a refresh never raises the budget within a window; a late
-// answer of the window just ended is not taken; tokens count like requests,
+// answer of the window just ended is not taken; the first answer is taken
+// less the calls admitted before anything was known; tokens count like requests,
 // a request larger than the window waiting for a whole window.
 func RunBudget(t *testing.T, newGate BudgetFactory) {
 	t.Helper()
@@ -116,6 +117,22 @@ func RunBudget(t *testing.T, newGate BudgetFactory) {
 		require.NoError(t, err)
 		assert.Equal(t, gate.AdvertisedWindow{Limit: 20, Remaining: 0, Reset: 2900 * time.Millisecond}, a.Requests,
 			"taken: its reset is a whole window later; the budget stays the smaller")
+	})
+
+	t.Run("Budget/the first answer is less the calls admitted blind", func(t *testing.T) {
+		g, _, src := h(t)
+		for range 5 {
+			require.True(t, take(t, g, src, 0).Allowed, "nothing known yet")
+		}
+		refresh(t, g, src, requests(20, 19, 3*time.Second)) // counts its own call; 4 may be in flight
+		a, ok, err := g.Read(t.Context(), src)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, int64(15), a.Requests.Remaining)
+		refresh(t, g, src, requests(20, 15, 3*time.Second))
+		a, _, err = g.Read(t.Context(), src)
+		require.NoError(t, err)
+		assert.Equal(t, int64(15), a.Requests.Remaining, "counted once only")
 	})
 
 	t.Run("Budget/tokens", func(t *testing.T) {

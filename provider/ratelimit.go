@@ -80,7 +80,8 @@ type Window struct {
 	// Remaining is what is left of it; -1 unknown.
 	Remaining int64
 	// Reset is how long until the window is whole again, measured from the
-	// answer; at least MinReset when Remaining is known, at most MaxReset.
+	// answer, at most MaxReset; MinReset when Remaining is known but the
+	// reset is missing, unreadable or past.
 	Reset time.Duration
 	// PerDay reports a daily limit (Groq's requests): it is not comparable
 	// with a per-minute RPM.
@@ -213,7 +214,10 @@ func (r *RateLimits) reset(w *Window, h http.Header, name string, now time.Time)
 		d = MaxReset
 		r.Clamped = append(r.Clamped, name)
 	}
-	w.Reset = max(d, MinReset)
+	if d <= 0 {
+		d = MinReset
+	}
+	w.Reset = d
 }
 
 // ParseReset reads a reset value received at now as the time until the

@@ -50,8 +50,8 @@ func TestParseOpenAIMillisecondResets(t *testing.T) {
 	)
 	r := provider.ParseRateLimits(provider.DialectOpenAI, h, now)
 	assert.Equal(t, int64(4999), r.Requests.Remaining)
-	assert.Equal(t, provider.MinReset, r.Requests.Reset, "a reset shorter than MinReset holds the figures MinReset")
-	assert.Equal(t, provider.MinReset, r.Tokens.Reset)
+	assert.Equal(t, 12*time.Millisecond, r.Requests.Reset)
+	assert.Equal(t, 120*time.Millisecond, r.Tokens.Reset)
 }
 
 // Azure sends the OpenAI names and retry-after-ms on a 429.

@@ -21,6 +21,25 @@ var _ gate.BudgetGate = (*Budget)(nil)
 
 type budgetSource struct {
 	req, tok budgetWindow
+	// blind counts the admissions made while nothing was known, which
+	// the first answer may not count yet; blindAt is the last of them.
+	blind   int64
+	blindAt int64
+}
+
+// blindLife is how long admissions made blind are remembered: longer than
+// any sane call, so that the first answer still finds them.
+const blindLife = int64(time.Minute / time.Microsecond)
+
+func (s *budgetSource) known() bool {
+	return s.req.left >= 0 || s.tok.left >= 0
+}
+
+func newBudgetSource() *budgetSource {
+	return &budgetSource{
+		req: budgetWindow{limit: -1, left: -1},
+		tok: budgetWindow{limit: -1, left: -1},
+	}
 }
 
 // budgetWindow is one advertised window, times in µs of the gate's clock.
@@ -44,8 +63,9 @@ func (w *budgetWindow) roll(now int64) {
 	}
 }
 
-// refresh applies an answer's window a received at now.
-func (w *budgetWindow) refresh(a gate.AdvertisedWindow, now int64) {
+// refresh applies an answer's window a received at now; blind admissions
+// made before anything was known are taken off a first figure.
+func (w *budgetWindow) refresh(a gate.AdvertisedWindow, now, blind int64) {
 	if a.Limit >= 0 {
 		w.limit = a.Limit
 	}
@@ -58,7 +78,12 @@ func (w *budgetWindow) refresh(a gate.AdvertisedWindow, now int64) {
 		return // a late answer of the window that just ended
 	}
 	w.span = max(w.span, end-now)
-	if w.left < 0 || a.Remaining < w.left {
+	switch {
+	case w.left < 0:
+		// The first figure: the answer counts its own call, perhaps not
+		// the other blind ones still in flight.
+		w.left = max(a.Remaining-max(blind-1, 0), 0)
+	case a.Remaining < w.left:
 		w.left = a.Remaining
 	}
 	w.end = max(w.end, end)
@@ -81,13 +106,22 @@ func (w *budgetWindow) short(cost int64) bool {
 func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.BudgetDecision, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.clock.Now().UnixMicro()
 	s := b.sources[source]
 	if s == nil {
-		return gate.BudgetDecision{Allowed: true}, nil
+		s = newBudgetSource()
+		b.sources[source] = s
 	}
-	now := b.clock.Now().UnixMicro()
 	s.req.roll(now)
 	s.tok.roll(now)
+	if !s.known() {
+		if now-s.blindAt > blindLife {
+			s.blind = 0
+		}
+		s.blind++
+		s.blindAt = now
+		return gate.BudgetDecision{Allowed: true}, nil
+	}
 	for _, c := range []struct {
 		w     *budgetWindow
 		cost  int64
@@ -120,14 +154,18 @@ func (b *Budget) Refresh(_ context.Context, source string, a gate.Advertised) er
 	defer b.mu.Unlock()
 	s := b.sources[source]
 	if s == nil {
-		s = &budgetSource{
-			req: budgetWindow{limit: -1, left: -1},
-			tok: budgetWindow{limit: -1, left: -1},
-		}
+		s = newBudgetSource()
 		b.sources[source] = s
 	}
-	s.req.refresh(a.Requests, now)
-	s.tok.refresh(a.Tokens, now)
+	blind := s.blind
+	if now-s.blindAt > blindLife {
+		blind = 0
+	}
+	s.req.refresh(a.Requests, now, blind)
+	s.tok.refresh(a.Tokens, now, blind)
+	if s.known() {
+		s.blind = 0
+	}
 	return nil
 }
 
@@ -136,7 +174,7 @@ func (b *Budget) Read(_ context.Context, source string) (gate.Advertised, bool, 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.sources[source]
-	if s == nil {
+	if s == nil || s.req.limit < 0 && s.tok.limit < 0 && !s.known() {
 		return gate.Advertised{Requests: gate.UnknownWindow, Tokens: gate.UnknownWindow}, false, nil
 	}
 	now := b.clock.Now().UnixMicro()

@@ -6,6 +6,8 @@
 --   ?l limit (-1 unknown)    ?r remaining budget (-1 unknown)
 --   ?e reset instant (0: passed, next unknown)
 --   ?p the reset last passed  ?s the longest reset seen (the window's length)
+--   n  admissions made while nothing was known (the first answer may not
+--      count them yet); the key then lives a minute
 -- ARGV[1] 'take'    ARGV[2] estimated tokens
 --         Reply {allowed 0|1, retry_after µs, limit 0 none|1 requests|2 tokens}
 -- ARGV[1] 'refresh' ARGV[2..4] requests limit, remaining, reset µs;
@@ -21,8 +23,8 @@ local function int(n)
   return string.format('%d', n)
 end
 
-local raw = redis.call('HMGET', KEYS[1], 'rl', 'rr', 're', 'rp', 'rs', 'tl', 'tr', 'te', 'tp', 'ts')
-local exists = raw[1] ~= false
+local raw = redis.call('HMGET', KEYS[1], 'rl', 'rr', 're', 'rp', 'rs', 'tl', 'tr', 'te', 'tp', 'ts', 'n')
+local blind = tonumber(raw[11]) or 0
 local function win(off)
   return {
     limit = tonumber(raw[off]) or -1, left = tonumber(raw[off + 1]) or -1,
@@ -37,6 +39,10 @@ local function roll(w)
   end
 end
 
+local function known()
+  return req.left >= 0 or tok.left >= 0
+end
+
 local function save()
   local ttl = 1000000
   for _, w in ipairs({ req, tok }) do
@@ -44,7 +50,11 @@ local function save()
   end
   redis.call('HSET', KEYS[1],
     'rl', int(req.limit), 'rr', int(req.left), 're', int(req.e), 'rp', int(req.p), 'rs', int(req.s),
-    'tl', int(tok.limit), 'tr', int(tok.left), 'te', int(tok.e), 'tp', int(tok.p), 'ts', int(tok.s))
+    'tl', int(tok.limit), 'tr', int(tok.left), 'te', int(tok.e), 'tp', int(tok.p), 'ts', int(tok.s),
+    'n', int(blind))
+  if blind > 0 then
+    ttl = math.max(ttl, 60000000)
+  end
   -- One window past the last reset known: the limit must outlive the reset
   -- (the budget is the limit again then), and an idle source's figures go.
   redis.call('PEXPIRE', KEYS[1], int(math.ceil(ttl / 1000)))
@@ -54,7 +64,9 @@ roll(req)
 roll(tok)
 
 if op == 'take' then
-  if not exists then
+  if not known() then
+    blind = blind + 1
+    save()
     return { 1, 0, 0 }
   end
   local est = tonumber(ARGV[2])
@@ -100,19 +112,26 @@ if op == 'refresh' then
       return -- a late answer of the window that just ended
     end
     w.s = math.max(w.s, e - now)
-    if w.left < 0 or remaining < w.left then
+    if w.left < 0 then
+      -- The first figure: the answer counts its own call, perhaps not the
+      -- other blind ones still in flight.
+      w.left = math.max(remaining - math.max(blind - 1, 0), 0)
+    elseif remaining < w.left then
       w.left = remaining
     end
     w.e = math.max(w.e, e)
   end
   refresh(req, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
   refresh(tok, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+  if known() then
+    blind = 0
+  end
   save()
   return 1
 end
 
 -- read
-if not exists then
+if not known() and req.limit < 0 and tok.limit < 0 then
   return { 0, -1, -1, 0, -1, -1, 0 }
 end
 local function left_us(w)
