@@ -1,6 +1,8 @@
 package pgw
 
 import (
+	"context"
+
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pgw-go/pgw/admission"
@@ -33,5 +35,16 @@ func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc 
 		adv.Budget = memory.NewBudget()
 	}
 	g.advertising = adv
+	return nil
+}
+
+// advertised adds source's configured limits and advertised budget to snap.
+func (sc *scope) advertised(ctx context.Context, source string, snap *Snapshot) error {
+	snap.Configured = sc.limits[source]
+	a, ok, err := sc.loop.Admission().Advertised(ctx, source)
+	if err != nil || !ok {
+		return err
+	}
+	snap.Advertised = &a
 	return nil
 }

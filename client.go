@@ -51,6 +51,7 @@ type GatewayClient struct {
 // scope is one configured scope: its loop and the typed loops over it.
 type scope struct {
 	name    string
+	limits  map[string]gate.Limits // configured, by source
 	loop    *retry.Loop
 	breaker gate.ProviderGate
 	sources map[string]bool
@@ -171,6 +172,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
 		}
 		sp := &scope{name: sc.Name, loop: loop, breaker: gates.breaker, sources: make(map[string]bool, len(sc.Sources))}
+		sp.limits = gates.advertising.Configured
 		for _, src := range sc.Sources {
 			sp.sources[src.Name] = true
 		}
@@ -330,7 +332,8 @@ func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCR
 }
 
 // Snapshot reads the breaker record of one source of a scope, without moving
-// it (with the Redis backend: one round trip).
+// it (with the Redis backend: one round trip), with the source's configured
+// quota and the budget its upstream last advertised (one more).
 func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) (Snapshot, error) {
 	sc, err := g.scope(scopeName)
 	if err != nil {
@@ -344,6 +347,9 @@ func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) 
 		return Snapshot{}, err
 	}
 	snap, err := sc.breaker.Snapshot(c.ctx, source)
+	if err == nil {
+		err = sc.advertised(c.ctx, source, &snap)
+	}
 	return snap, c.end(err)
 }
 
