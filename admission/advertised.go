@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 )
 
@@ -113,6 +114,13 @@ func (a *SourceAdmission) Advertise(ctx context.Context, source string, rl provi
 		}
 	}
 	a.compareLimits(ctx, source, rl)
+	if ao, ok := a.w.obs.(observe.AdvertisedObserver); ok && a.w.obs != nil {
+		ao.ObserveAdvertised(observe.Advertised{
+			Scope: a.scope, Source: source,
+			Requests: observe.AdvertisedWindow(adv.Requests), Tokens: observe.AdvertisedWindow(adv.Tokens),
+			At: a.clock.Now(),
+		})
+	}
 }
 
 // window is a parsed window in the budget's terms.

@@ -131,5 +131,9 @@ func (a *AsyncObserver) deliver(e any) {
 		a.o.ObserveWaitEnd(e)
 	case CallResult:
 		a.o.ObserveCall(e)
+	case Advertised:
+		if ao, ok := a.o.(AdvertisedObserver); ok {
+			ao.ObserveAdvertised(e)
+		}
 	}
 }
