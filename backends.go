@@ -88,7 +88,7 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 			limits[src.Name] = l
 		}
 	}
-	if err := buildBudget(&g, s, sc, rc); err != nil {
+	if err := buildBudget(&g, s, sc, rc, log); err != nil {
 		return g, err
 	}
 	local := func() (gate.ProviderGate, error) { return memory.NewBreaker(policy) }

@@ -2,6 +2,7 @@ package pgw
 
 import (
 	"context"
+	"log/slog"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -16,7 +17,7 @@ import (
 // buildBudget sets up the advertised budget of sc: what the upstreams'
 // rate-limit headers say, kept where the quota is kept (in process, or in
 // Redis shared by the fleet), each source read in its provider's dialect.
-func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient) error {
+func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient, log *slog.Logger) error {
 	adv := admission.Advertising{
 		Dialects:   make(map[string]provider.Dialect, len(sc.Sources)),
 		Configured: make(map[string]gate.Limits, len(sc.Sources)),
@@ -30,7 +31,12 @@ func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc 
 		if err != nil {
 			return err
 		}
-		adv.Budget, g.preloadBudget = b, b.Preload
+		g.preloadBudget = b.Preload
+		// During an outage the budget is served locally, whatever
+		// PGW_REDIS_DOWN says: it only ever holds calls back.
+		if adv.Budget, err = redis.NewBudgetFailover(b, memory.NewBudget(), log); err != nil {
+			return err
+		}
 	} else {
 		adv.Budget = memory.NewBudget()
 	}
