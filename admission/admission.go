@@ -181,7 +181,7 @@ func New(cfg Config) (*SourceAdmission, error) {
 	a.sel = newSelector(cfg.Sources, a.rand)
 	a.w = newWatch(a, cfg.Observer)
 	if cfg.Advertising.Budget != nil {
-		a.adv = &advertiser{Advertising: cfg.Advertising}
+		a.adv = newAdvertiser(cfg.Advertising, cfg.Sources)
 	}
 	return a, nil
 }
@@ -279,7 +279,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			}
 			t.paced = true
 		}
-		if a.adv != nil {
+		if a.adv != nil && !a.adv.silent(name) {
 			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
 				t.giveBack(ctx)
 				rej = a.reject(rej, r, limit, clock)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/observe"
@@ -33,6 +34,51 @@ type advertiser struct {
 	Advertising
 	logged    sync.Map // source → struct{}: the limits mismatch was logged
 	malformed atomic.Uint64
+	sources   map[string]*heard // read-only after New
+}
+
+// heard is what this process last heard from a source's answers. A source
+// whose last answer advertised nothing, and whose figures heard before have
+// all reset, is silent: Pick spares the budget's round trip for it. Until
+// its first answer a source is not silent (the budget counts the calls made
+// before anything is known).
+type heard struct {
+	silent atomic.Bool
+	until  atomic.Int64 // unix ns: the last reset among the figures heard
+}
+
+func newAdvertiser(adv Advertising, sources []Source) *advertiser {
+	a := &advertiser{Advertising: adv, sources: make(map[string]*heard, len(sources))}
+	for _, s := range sources {
+		a.sources[s.Name] = &heard{}
+	}
+	return a
+}
+
+// silent reports whether Pick may skip source's budget.
+func (a *advertiser) silent(source string) bool {
+	h := a.sources[source]
+	return h != nil && h.silent.Load()
+}
+
+// heardAnswer books one answer of source at now.
+func (a *advertiser) heardAnswer(source string, rl provider.RateLimits, now time.Time) {
+	h := a.sources[source]
+	if h == nil {
+		return
+	}
+	if !rl.Requests.Known() && !rl.Tokens.Known() {
+		h.silent.Store(now.UnixNano() >= h.until.Load())
+		return
+	}
+	until := now.Add(max(rl.Requests.Reset, rl.Tokens.Reset)).UnixNano()
+	for {
+		cur := h.until.Load()
+		if cur >= until || h.until.CompareAndSwap(cur, until) {
+			break
+		}
+	}
+	h.silent.Store(false)
 }
 
 // Headroom is a Pacing that also takes what the upstream advertised as a
@@ -94,11 +140,19 @@ func clipValue(v string) string {
 
 // Advertise applies what one upstream answer of source advertised (read by
 // ReadAnswer): the budget is refreshed, the pacer told the headroom left,
-// and a limit that differs from the configured one logged once. A store
+// and a limit that differs from the configured one logged once. Hand it
+// every answer, also those that advertised nothing: once a source's answers
+// advertise nothing (and what they advertised before has reset), Pick stops
+// asking the budget about it — no round trip for upstreams that send no
+// rate-limit headers — until an answer advertises again. A store
 // error is logged at Debug and otherwise ignored: the budget only ever
 // holds calls back, and the upstream's own 429 still stands behind it.
 func (a *SourceAdmission) Advertise(ctx context.Context, source string, rl provider.RateLimits) {
-	if a.adv == nil || !rl.Any() {
+	if a.adv == nil {
+		return
+	}
+	a.adv.heardAnswer(source, rl, a.clock.Now())
+	if !rl.Any() {
 		return
 	}
 	adv := gate.Advertised{Requests: window(rl.Requests), Tokens: window(rl.Tokens)}

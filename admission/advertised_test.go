@@ -186,3 +186,54 @@ func TestPacerShrinksOnLittleHeadroom(t *testing.T) {
 type pacerClock struct{ t time.Time }
 
 func (c *pacerClock) Now() time.Time { return c.t }
+
+// countingBudget counts the budget's round trips.
+type countingBudget struct {
+	gate.BudgetGate
+	takes int
+}
+
+func (c *countingBudget) Take(ctx context.Context, s string, est int64) (gate.BudgetDecision, error) {
+	c.takes++
+	return c.BudgetGate.Take(ctx, s, est)
+}
+
+// TestSilentSourcesCostNoBudgetRoundTrip: once a source's answers advertise
+// nothing, Pick stops asking the budget about it — but never while figures
+// heard before still hold.
+func TestSilentSourcesCostNoBudgetRoundTrip(t *testing.T) {
+	var cb *countingBudget
+	f := newFixture(t, func(c *admission.Config) {
+		cb = &countingBudget{BudgetGate: memory.NewBudget(memory.WithClock(c.Clock))}
+		c.Advertising = admission.Advertising{Budget: cb}
+	})
+	pick := func() admission.Rejections {
+		t.Helper()
+		tk, rej, err := f.adm.Pick(context.Background(), nil, 1)
+		require.NoError(t, err)
+		if tk != nil {
+			require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+		}
+		return rej
+	}
+	silent := f.adm.ReadAnswer("s1", http.Header{})
+
+	pick()
+	assert.Equal(t, 1, cb.takes, "before any answer the budget is asked (it counts blind calls)")
+	f.adm.Advertise(context.Background(), "s1", silent)
+	pick()
+	pick()
+	assert.Equal(t, 1, cb.takes, "a source that advertises nothing costs no round trip")
+
+	f.adm.Advertise(context.Background(), "s1", f.adm.ReadAnswer("s1", openAIHeaders("60", "0", "10s")))
+	f.adm.Advertise(context.Background(), "s1", silent) // a 200 without headers meanwhile
+	rej := pick()
+	assert.Equal(t, 2, cb.takes, "the spent budget still holds: asked")
+	require.Len(t, rej, 1)
+	assert.Equal(t, admission.RateLimited, rej[0].Reason)
+
+	f.clk.Advance(10 * time.Second)
+	f.adm.Advertise(context.Background(), "s1", silent)
+	pick()
+	assert.Equal(t, 2, cb.takes, "silent again once the figures heard have reset")
+}
