@@ -69,6 +69,10 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 type scopeGates struct {
 	breaker gate.ProviderGate
 	quota   gate.QuotaGate // nil: no source of the scope is limited
+	// advertising is the advertised budget of the scope's sources.
+	advertising admission.Advertising
+	// preloadBudget loads the budget script (nil without Redis).
+	preloadBudget func(context.Context) error
 	// preloadBreaker and preloadQuota load the Redis scripts (nil for the
 	// other backends); the scripts are the same for every scope.
 	preloadBreaker, preloadQuota func(context.Context) error
@@ -80,9 +84,12 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 	policy := sc.Policy()
 	limits := make(map[string]gate.Limits, len(sc.Sources))
 	for _, src := range sc.Sources {
-		if l := src.Limits(); !l.Unlimited() {
+		if l := src.EnforcedLimits(); !l.Unlimited() {
 			limits[src.Name] = l
 		}
+	}
+	if err := buildBudget(&g, s, sc, rc, log); err != nil {
+		return g, err
 	}
 	local := func() (gate.ProviderGate, error) { return memory.NewBreaker(policy) }
 	var down redis.Mode

@@ -53,6 +53,7 @@ type GatewayClient struct {
 // scope is one configured scope: its loop and the typed loops over it.
 type scope struct {
 	name    string
+	limits  map[string]gate.Limits // configured, by source
 	loop    *retry.Loop
 	breaker gate.ProviderGate
 	sources map[string]bool
@@ -140,7 +141,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	// caller's.
 	obs := observe.Multi(attemptLog{log: o.logger}, o.observer)
 
-	var preloadBreaker, preloadQuota func(context.Context) error
+	var preloadBreaker, preloadQuota, preloadBudget func(context.Context) error
 	for _, sc := range s.Scopes {
 		gates, err := buildGates(&s, sc, g.redis, o.logger)
 		if err != nil {
@@ -160,6 +161,10 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			Logger:   o.logger,
 			Observer: obs,
 		}
+		cfg.Advertising = gates.advertising
+		if gates.preloadBudget != nil && preloadBudget == nil {
+			preloadBudget = gates.preloadBudget
+		}
 		if sc.Name == ScopeChat {
 			p, err := newPacer(sc)
 			if err != nil {
@@ -172,6 +177,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
 		}
 		sp := &scope{name: sc.Name, loop: loop, breaker: gates.breaker, sources: make(map[string]bool, len(sc.Sources))}
+		sp.limits = gates.advertising.Configured
 		for _, src := range sc.Sources {
 			sp.sources[src.Name] = true
 		}
@@ -187,7 +193,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		g.names = append(g.names, sc.Name)
 	}
 
-	for _, load := range []func(context.Context) error{preloadBreaker, preloadQuota} {
+	for _, load := range []func(context.Context) error{preloadBreaker, preloadQuota, preloadBudget} {
 		if load == nil {
 			continue
 		}
@@ -366,7 +372,8 @@ func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCR
 }
 
 // Snapshot reads the breaker record of one source of a scope, without moving
-// it (with the Redis backend: one round trip).
+// it (with the Redis backend: one round trip), with the source's configured
+// quota and the budget its upstream last advertised (one more).
 func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) (Snapshot, error) {
 	sc, err := g.scope(scopeName)
 	if err != nil {
@@ -380,6 +387,9 @@ func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) 
 		return Snapshot{}, err
 	}
 	snap, err := sc.breaker.Snapshot(c.ctx, source)
+	if err == nil {
+		err = sc.advertised(c.ctx, source, &snap)
+	}
 	return snap, c.end(err)
 }
 

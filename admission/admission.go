@@ -74,6 +74,9 @@ type Config struct {
 	// called synchronously, outside every lock: wrap a slow one in
 	// observe.Async.
 	Observer observe.Observer
+	// Advertising reads the upstreams' rate-limit headers into a budget
+	// Pick reserves against; the zero value reads none.
+	Advertising Advertising
 }
 
 // ConfigError lists every invalid field of a Config.
@@ -107,6 +110,7 @@ type SourceAdmission struct {
 	w           *watch
 	lat         *Latency
 	balance     Balance
+	adv         *advertiser // nil: no advertised budget
 }
 
 // New validates cfg and returns the scope's admission.
@@ -206,6 +210,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 		a.sel.lat = a.lat
 	}
 	a.w = newWatch(a, cfg.Observer)
+	if cfg.Advertising.Budget != nil {
+		a.adv = newAdvertiser(cfg.Advertising, cfg.Sources)
+	}
 	return a, nil
 }
 
@@ -318,6 +325,13 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				continue
 			}
 			t.paced = true
+		}
+		if a.adv != nil && !a.adv.silent(name) {
+			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
+				t.giveBack(ctx)
+				rej = a.reject(rej, r, limit, clock)
+				continue
+			}
 		}
 		if a.memo.entries.Load() > 0 {
 			// The gates' round trips take time: an upstream's Retry-After

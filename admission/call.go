@@ -110,11 +110,12 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		c.leave(err, "")
 		return err
 	case !allGate && a.quotaFull == FailFast:
-		err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonQuotaExhausted, Reasons: rej.Map()}
+		err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonQuotaExhausted, Reasons: rej.Map(), RetryAfter: hint}
 		c.leave(err, "")
 		return err
 	}
 	remaining := time.Duration(1<<63 - 1)
+	stallLeft := remaining
 	if c.stall != nil {
 		if c.stall.Stalled() {
 			err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonStalled, Reasons: rej.Map()}
@@ -122,8 +123,15 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 			return err
 		}
 		remaining = c.stall.Remaining()
+		stallLeft = c.stallLeft()
 	}
-	nap := Nap(hint, a.poll, remaining, a.rand())
+	// A certain wait that ends past the caller's deadline or the stall
+	// budget cannot end in an admission: fail now, as fail_fast would.
+	why, untilDeadline := c.unreachable(ctx, hint, stallLeft)
+	if why != "" {
+		return c.giveUp(ctx, why, rej, hint, untilDeadline, allGate)
+	}
+	nap := fitNap(Nap(hint, a.poll, remaining, a.rand()), hint, untilDeadline)
 	c.naps++
 	if !c.waiting {
 		c.waiting = true

@@ -68,12 +68,13 @@ func TestBehaviourMatrix(t *testing.T) {
 				assert.Empty(o.t, o.f.sleeper.taken())
 			},
 			wait: func(o outcome) {
-				var ase *errs.AllSourcesExhausted
-				require.ErrorAs(o.t, o.err, &ase)
-				assert.Equal(o.t, errs.ReasonStalled, ase.Reason)
-				assert.LessOrEqual(o.t, o.elapsed, window+poll, "waits 60, probes, waits 120 … until the stall budget ends it")
+				var coe *errs.CircuitOpenError
+				require.ErrorAs(o.t, o.err, &coe,
+					"waits 60, probes, waits 120, probes: the next cooldown (240s) ends past the stall budget, so the call ends at once")
+				assert.Equal(o.t, 4*cooldown, coe.RetryAfter)
+				assert.Less(o.t, o.elapsed, window)
 				naps := o.f.sleeper.taken()
-				require.GreaterOrEqual(o.t, len(naps), 2)
+				require.Len(o.t, naps, 2)
 				assert.Equal(o.t, cooldown+jitter, naps[0])
 				assert.Equal(o.t, 2*cooldown+jitter, naps[1], "each failed probe doubles the cooldown")
 			},

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -100,11 +101,18 @@ func TestWorstWallTimeOfAWaitingCallIsStallWindowPlusOnePoll(t *testing.T) {
 			c.prep(t, f)
 			start := f.clk.Now()
 			_, err := f.run(context.Background(), f.adm.NewCall(f.stall()), badKey)
+			elapsed := f.clk.Now().Sub(start)
+			assert.LessOrEqual(t, elapsed, window+poll)
+			var coe *errs.CircuitOpenError
+			if errors.As(err, &coe) {
+				// A certain wait past the stall budget ends the call at once.
+				assert.Greater(t, coe.RetryAfter, window-elapsed, "given up only when the wait cannot fit")
+				return
+			}
 			var ase *errs.AllSourcesExhausted
 			require.ErrorAs(t, err, &ase)
 			assert.Equal(t, errs.ReasonStalled, ase.Reason)
-			assert.LessOrEqual(t, f.clk.Now().Sub(start), window+poll)
-			assert.Greater(t, f.clk.Now().Sub(start), window, "stalled only once the window is exceeded")
+			assert.Greater(t, elapsed, window, "stalled only once the window is exceeded")
 		})
 	}
 }
@@ -250,7 +258,7 @@ func TestWaitingCallMakesAtMostTwoGateQueriesPerCooldown(t *testing.T) {
 	require.Error(t, err)
 	cooldowns := int64(len(g.sleeper.taken()))
 	t.Logf("force_open until stalled: %d gate queries over %d cooldowns", g.gate.queries(), cooldowns)
-	assert.LessOrEqual(t, g.gate.queries(), 2*cooldowns)
+	assert.LessOrEqual(t, g.gate.queries(), 2*cooldowns+1, "and the round that finds the next cooldown past the stall budget")
 }
 
 func TestWaitLogsOneLineEnteringAndOneLeaving(t *testing.T) {

@@ -171,3 +171,23 @@ func hasControl(s string) bool {
 	}
 	return strings.ContainsFunc(s, unicode.IsControl)
 }
+
+// boolField is a true/false key; only those two words (any case) are legal.
+func boolField[T any](suffix string, ptr func(*T) *bool) field[T] {
+	return field[T]{
+		suffix: suffix,
+		legal:  "true, false",
+		load: func(t *T, raw string) bool {
+			switch strings.ToLower(strings.TrimSpace(raw)) {
+			case "true":
+				*ptr(t) = true
+			case "false":
+				*ptr(t) = false
+			default:
+				return false
+			}
+			return true
+		},
+		check: func(t *T) (string, bool) { return strconv.FormatBool(*ptr(t)), true },
+	}
+}

@@ -139,6 +139,7 @@ var sourceFields = []field[Source]{
 	intField("MAX_TOKENS", func(s *Source) *int { return &s.MaxTokens }, 0, maxCount, "; 0 = the provider's default"),
 	enumField("PROVIDER", func(s *Source) *Provider { return &s.Provider },
 		ProviderOpenAI, ProviderAzure, ProviderAnthropic),
+	boolField("LIMITS_FROM_HEADERS", func(s *Source) *bool { return &s.LimitsFromHeaders }),
 }
 
 const legalRedisURL = "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"

@@ -46,6 +46,12 @@ type Source struct {
 	// ProviderOpenAI): its credential header, error and rate-limit formats
 	// and default transport.
 	Provider Provider
+	// LimitsFromHeaders lets the limits the upstream advertises in its
+	// rate-limit headers replace RPM and TPM: the quota gate then enforces
+	// only MaxInFlight for the source, and the advertised budget the rest
+	// ({SCOPE}__{SOURCE}__LIMITS_FROM_HEADERS, default false). RPM and TPM,
+	// when set, are still shown beside the advertised limits.
+	LimitsFromHeaders bool
 }
 
 // Key returns the form of a source name used in environment keys: upper-case,
@@ -71,4 +77,15 @@ func (s Source) WithDefaults() Source {
 // Limits returns the source's quotas for a gate.QuotaGate.
 func (s Source) Limits() gate.Limits {
 	return gate.Limits{RPM: s.RPM, TPM: s.TPM, MaxInFlight: s.MaxInFlight}
+}
+
+// EnforcedLimits returns the quotas the quota gate enforces: Limits, without
+// RPM and TPM when LimitsFromHeaders lets the advertised limits replace
+// them.
+func (s Source) EnforcedLimits() gate.Limits {
+	l := s.Limits()
+	if s.LimitsFromHeaders {
+		l.RPM, l.TPM = 0, 0
+	}
+	return l
 }

@@ -71,4 +71,10 @@ type Snapshot struct {
 	// Forced is the operator's override (ForceNone when there is none); see
 	// Forcer.
 	Forced Force
+	// Configured and Advertised are filled by the gateway's Snapshot, never
+	// by a breaker gate: the source's configured quota, and the budget its
+	// upstream last advertised in its rate-limit headers (nil when it
+	// advertised nothing).
+	Configured Limits
+	Advertised *Advertised
 }

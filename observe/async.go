@@ -133,5 +133,9 @@ func (a *AsyncObserver) deliver(e any) {
 		a.o.ObserveCall(e)
 	case Hedge:
 		deliverHedge(a.o, e)
+	case Advertised:
+		if ao, ok := a.o.(AdvertisedObserver); ok {
+			ao.ObserveAdvertised(e)
+		}
 	}
 }

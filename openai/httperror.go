@@ -17,6 +17,9 @@ import (
 func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
 	ra, _ := provider.RetryAfter(resp.Header, c.now())
+	if g, ok := provider.ParseGeminiError(body, c.now()); ok && resp.StatusCode == http.StatusTooManyRequests {
+		ra = max(ra, g.Delay) // Gemini says when in the body, a daily quota until its reset
+	}
 	return &errs.HTTPError{
 		StatusCode: resp.StatusCode,
 		RetryAfter: ra,

@@ -100,7 +100,7 @@ func TestContextObserverFollowsTheCall(t *testing.T) {
 	}, tr.get())
 	require.Len(t, tr.starts, 2)
 	assert.Equal(t, observe.AttemptStart{Scope: "CHAT", Source: "s1", Attempt: 1, At: tr.starts[0].At,
-		Model: "m1", BaseURL: "https://one.example/v1", Priority: 0, State: gate.Closed}, tr.starts[0])
+		Model: "m1", BaseURL: "https://one.example/v1", Provider: "openai", Priority: 0, State: gate.Closed}, tr.starts[0])
 	assert.Equal(t, 1, tr.starts[1].Priority)
 }
 

@@ -62,6 +62,9 @@ type Config struct {
 	// goroutines, outside every lock: wrap anything slower than a counter
 	// in observe.Async.
 	Observer observe.Observer
+	// Advertising reads the upstreams' rate-limit headers of every attempt
+	// into the admission's advertised budget; the zero value reads none.
+	Advertising admission.Advertising
 }
 
 // Loop runs governed calls for one scope. Build one per scope with New and
@@ -156,6 +159,7 @@ func New(cfg Config) (*Loop, error) {
 		Logger:       l.log,
 		Observer:     cfg.Observer,
 		Balance:      admission.Balance(sc.Balance),
+		Advertising:  cfg.Advertising,
 	})
 	var ce *admission.ConfigError
 	if errors.As(err, &ce) {
@@ -329,6 +333,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	if src.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, src.Timeout)
 	}
+	actx, heard := listen(actx, l.adm, t.Source)
 	h := &hold{ticket: t, cancel: cancel, rep: ar, start: l.clock.Now()}
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
 	var usage transport.Usage
@@ -336,6 +341,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	stall.BeginAttempt()
 	defer func() {
 		stall.EndAttempt()
+		heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
 		if h.kept {
 			// The stream reports its attempt, and the call, when it ends.
 			if ar != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/internal/errs"
@@ -273,7 +274,8 @@ func TestWaitingCallIsServedAfterTheCooldown(t *testing.T) {
 
 // TestStalledCallEndsWithinStallWindowPlusOnePoll drives the real StallClock:
 // a single source with a bad key under CIRCUIT_OPEN=wait probes after each
-// cooldown until the stall budget ends the call.
+// cooldown until the next cooldown would outlast the stall budget; the call
+// then ends at once with the error fail_fast gives.
 func TestStalledCallEndsWithinStallWindowPlusOnePoll(t *testing.T) {
 	e := newEnv(t, names("only"), withScope(func(s *config.ScopeSettings) {
 		s.CircuitOpen = config.ModeWait
@@ -286,9 +288,9 @@ func TestStalledCallEndsWithinStallWindowPlusOnePoll(t *testing.T) {
 		e.clk.Advance(2 * time.Second) // attempt time does not count as stall
 		return "", transport.Usage{}, httpErr(401, 0, "invalid api key")
 	})
-	var ase *errs.AllSourcesExhausted
-	require.ErrorAs(t, err, &ase)
-	assert.Equal(t, errs.ReasonStalled, ase.Reason)
+	var coe *errs.CircuitOpenError
+	require.ErrorAs(t, err, &coe, "the third cooldown (240 s) cannot fit in the budget left")
+	assert.Equal(t, 4*time.Minute, coe.RetryAfter)
 	var he *errs.HTTPError
 	require.ErrorAs(t, err, &he, "the last attempt's 401 is reachable")
 	elapsed := e.clk.Now().Sub(start)
@@ -341,4 +343,21 @@ func TestDeliveriesKeepTheLatest(t *testing.T) {
 	d.Mark(t0) // an older success arriving late
 	last, _ := d.Last()
 	assert.True(t, last.Equal(t0.Add(time.Minute)))
+}
+
+// TestStallHorizonCountsTheScopesDeliveries: the horizon is when the call
+// would be stalled, so a delivery of another call pushes it back.
+func TestStallHorizonCountsTheScopesDeliveries(t *testing.T) {
+	e := newEnv(t)
+	var d retry.Deliveries
+	sc := retry.NewStallClock(e.clk, window, &d)
+	e.clk.Advance(window - time.Minute)
+	assert.Equal(t, time.Minute, sc.Horizon(), "no delivery: the call's own budget")
+	d.Mark(e.clk.Now().Add(-10 * time.Second))
+	assert.Equal(t, window-10*time.Second, sc.Horizon(), "a window after the last delivery")
+	e.clk.Advance(sc.Horizon())
+	assert.False(t, sc.Stalled(), "exactly at the horizon: not yet stalled")
+	e.clk.Advance(time.Nanosecond)
+	assert.True(t, sc.Stalled())
+	assert.Implements(t, (*admission.StallHorizon)(nil), sc)
 }

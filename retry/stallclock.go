@@ -96,3 +96,17 @@ func (s *StallClock) Stalled() bool {
 	}
 	return true
 }
+
+// Horizon is how long the call may still wait before it is stalled: until
+// its stall time exceeds the window and, when its scope's calls delivered,
+// until the window after the last delivery has passed too. It implements
+// admission.StallHorizon; ≤ 0 once the call would be stalled.
+func (s *StallClock) Horizon() time.Duration {
+	h := s.Remaining()
+	if s.scope != nil {
+		if last, ok := s.scope.Last(); ok {
+			h = max(h, last.Add(s.window).Sub(s.clock.Now()))
+		}
+	}
+	return h
+}

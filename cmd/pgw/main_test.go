@@ -100,6 +100,11 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 		permits = append(permits, p)
 	}
 	require.NoError(t, q.Release(ctx, permits[0]))
+	// openai advertised 7 of 60 requests left, resetting in 40s.
+	adv, err := redis.NewBudget(c, "CHAT")
+	require.NoError(t, err)
+	require.NoError(t, adv.Refresh(ctx, "openai", gate.Advertised{
+		Requests: gate.AdvertisedWindow{Limit: 60, Remaining: 7, Reset: 40 * time.Second}, Tokens: gate.UnknownWindow}))
 	// azure: open for 30s.
 	trip(t, chat, "azure")
 	// local: open for 20ms, then a probe holds its lease for a minute.
@@ -135,6 +140,11 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	n, err := strconv.Atoi(tpm)
 	require.NoError(t, err)
 	assert.InDelta(t, 2900, n, 100, "TPM_USED %q", openai["TPM_USED"])
+	assert.Equal(t, "7/60", openai["ADV_REQUESTS"], "what the upstream advertised, for the fleet")
+	assert.Equal(t, "-", openai["ADV_TOKENS"])
+	reset, err := time.ParseDuration(openai["ADV_RESET"])
+	require.NoError(t, err, "ADV_RESET %q", openai["ADV_RESET"])
+	assert.InDelta(t, float64(40*time.Second), float64(reset), float64(time.Second))
 
 	azure := rows["CHAT/azure"]
 	assert.Equal(t, "open", azure["STATE"])
@@ -143,6 +153,7 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	require.NoError(t, err, "RETRY_IN %q", azure["RETRY_IN"])
 	assert.InDelta(t, float64(29*time.Second), float64(left), float64(time.Second))
 	assert.Equal(t, "-", azure["IN_FLIGHT"], "no quota on azure")
+	assert.Equal(t, "-", azure["ADV_REQUESTS"], "nothing advertised")
 
 	local := rows["CHAT/local"]
 	assert.Equal(t, "half_open", local["STATE"])

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
 )
 
 // row is one line of pgw status.
@@ -16,6 +17,10 @@ type row struct {
 	ref                               sourceRef
 	state, forced, retryIn, cooldown  string
 	fails, probes, inFlight, rpm, tpm string
+	// advReq, advTok and advReset are what the upstream last advertised
+	// (remaining/limit of its request and token windows, time to the
+	// reset), shared by the fleet: "-" when nothing.
+	advReq, advTok, advReset string
 }
 
 // status prints every scope and source.
@@ -33,14 +38,15 @@ func (st *store) status(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCOPE\tSOURCE\tSTATE\tFORCED\tRETRY_IN\tCOOLDOWN\tFAILS\tPROBES\tIN_FLIGHT\tRPM_USED\tTPM_USED")
+	fmt.Fprintln(tw, "SCOPE\tSOURCE\tSTATE\tFORCED\tRETRY_IN\tCOOLDOWN\tFAILS\tPROBES\tIN_FLIGHT\tRPM_USED\tTPM_USED\tADV_REQUESTS\tADV_TOKENS\tADV_RESET")
 	for _, ref := range sortedRefs(refs) {
 		r, err := st.row(ctx, ref, refs[ref], now)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ref.Scope, r.ref.Source,
-			r.state, r.forced, r.retryIn, r.cooldown, r.fails, r.probes, r.inFlight, r.rpm, r.tpm)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ref.Scope, r.ref.Source,
+			r.state, r.forced, r.retryIn, r.cooldown, r.fails, r.probes, r.inFlight, r.rpm, r.tpm,
+			r.advReq, r.advTok, r.advReset)
 	}
 	return tw.Flush()
 }
@@ -58,7 +64,7 @@ func (st *store) row(ctx context.Context, ref sourceRef, f *found, now int64) (r
 	}
 	p := b.Policy()
 	r := row{ref: ref, state: snap.State.String(), forced: "-", retryIn: "-", cooldown: dur(snap.Cooldown),
-		fails: "-", probes: "-", inFlight: "-", rpm: "-", tpm: "-"}
+		fails: "-", probes: "-", inFlight: "-", rpm: "-", tpm: "-", advReq: "-", advTok: "-", advReset: "-"}
 	switch {
 	case snap.Forced != gate.ForceNone:
 		r.forced = snap.Forced.String()
@@ -83,6 +89,9 @@ func (st *store) row(ctx context.Context, ref sourceRef, f *found, now int64) (r
 		} else if left > 0 {
 			r.probes += " lease " + dur(left)
 		}
+	}
+	if err := st.advertised(ctx, &r); err != nil {
+		return row{}, err
 	}
 	limits, known := st.limits(ref.Scope, ref.Source)
 	if f.quota || (known && !limits.Unlimited()) {
@@ -159,3 +168,43 @@ func used(levelV, stampV, unitV any, limit int, now int64) string {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// advertised fills the ADV_ columns from the source's advertised budget.
+func (st *store) advertised(ctx context.Context, r *row) error {
+	b, err := redis.NewBudget(st.c, r.ref.Scope, redis.WithPrefix(st.prefix))
+	if err != nil {
+		return err
+	}
+	a, ok, err := b.Read(ctx, r.ref.Source)
+	if err != nil {
+		return fmt.Errorf("reading the advertised budget of %s/%s: %w", r.ref.Scope, r.ref.Source, err)
+	}
+	if !ok {
+		return nil
+	}
+	r.advReq, r.advTok = advWindow(a.Requests), advWindow(a.Tokens)
+	var reset time.Duration
+	for _, w := range []gate.AdvertisedWindow{a.Requests, a.Tokens} {
+		if w.Known() && w.Reset > reset {
+			reset = w.Reset
+		}
+	}
+	if reset > 0 {
+		r.advReset = dur(reset)
+	}
+	return nil
+}
+
+// advWindow renders remaining/limit; "?" for an unknown half.
+func advWindow(w gate.AdvertisedWindow) string {
+	if !w.Known() && w.Limit < 0 {
+		return "-"
+	}
+	part := func(n int64) string {
+		if n < 0 {
+			return "?"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	return part(w.Remaining) + "/" + part(w.Limit)
+}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The values of AllSourcesExhausted.Reason.
@@ -34,6 +35,10 @@ type AllSourcesExhausted struct {
 	// Reasons maps each source to why it was not admitted: "cooldown",
 	// "circuit_open", "rate_limited" or "adaptive_paced".
 	Reasons map[string]string
+	// RetryAfter is the certain earliest moment a source could be admitted
+	// (the minimum over the sources' rejections, a spent quota's refill or
+	// an advertised budget's reset); 0 when there is no certain wait.
+	RetryAfter time.Duration
 	// Last is the error of the call's last attempt when it made any; nil
 	// otherwise. Unwrap returns it.
 	Last error
@@ -56,6 +61,9 @@ func (e *AllSourcesExhausted) Error() string {
 			b.WriteString(", ")
 		}
 		b.WriteString(src + "=" + e.Reasons[src])
+	}
+	if e.RetryAfter > 0 {
+		b.WriteString("; retry after " + e.RetryAfter.String())
 	}
 	if e.Last != nil {
 		b.WriteString("; last attempt: " + e.Last.Error())

@@ -20,6 +20,9 @@
 //	pgw_attempt_duration_seconds{scope,source}        histogram: attempt latency
 //	pgw_wait_duration_seconds{scope}                  histogram: time calls waited for a runnable source
 //	pgw_observer_dropped_total                        counter: events an Async queue dropped
+//	pgw_advertised_remaining{scope,source,window}     gauge: what the upstream last said is left (window: requests, tokens)
+//	pgw_advertised_limit{scope,source,window}         gauge: the window's size the upstream last advertised
+//	pgw_advertised_reset_seconds{scope,source,window} gauge: time to the window's reset, as of the last answer
 //
 // The breaker gauges show the state this process last saw: a source appears
 // with its first attempt (as closed) or its first state change.
@@ -81,6 +84,7 @@ type Collector struct {
 	waitDur    *prometheus.HistogramVec
 	dropped    prometheus.CounterFunc
 	hedges     *prometheus.CounterVec
+	adv        advertisedGauges
 
 	droppers atomic.Pointer[[]Dropper]
 	known    sync.Map // scope+"\x00"+source → struct{}: breaker gauges set
@@ -129,6 +133,7 @@ func New(opts ...Option) *Collector {
 		Name: "pgw_observer_dropped_total", Help: "Observer events dropped by a full Async queue (or after Close).", ConstLabels: o.constLabels,
 	}, c.droppedTotal)
 	c.hedges = newHedges(o.constLabels)
+	c.adv = newAdvertisedGauges(o.constLabels)
 	return c
 }
 
@@ -180,7 +185,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) metrics() []prometheus.Collector {
-	return []prometheus.Collector{c.attempts, c.rejections, c.calls, c.state, c.forced, c.inFlight, c.attemptDur, c.waitDur, c.dropped, c.hedges}
+	return []prometheus.Collector{c.attempts, c.rejections, c.calls, c.state, c.forced, c.inFlight, c.attemptDur, c.waitDur, c.dropped, c.hedges,
+		c.adv.remaining, c.adv.limit, c.adv.reset}
 }
 
 // see makes a source's breaker gauges exist (closed, no override) from its

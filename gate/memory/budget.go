@@ -1,0 +1,192 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Budget is the in-process gate.BudgetGate: the advertised rate-limit
+// figures of each source, kept for this process alone. Safe for concurrent
+// use.
+type Budget struct {
+	clock   gate.Clock
+	mu      sync.Mutex
+	sources map[string]*budgetSource
+}
+
+var _ gate.BudgetGate = (*Budget)(nil)
+
+type budgetSource struct {
+	req, tok budgetWindow
+	// blind counts the admissions made while nothing was known, which
+	// the first answer may not count yet; blindAt is the last of them.
+	blind   int64
+	blindAt int64
+}
+
+// blindLife is how long admissions made blind are remembered: longer than
+// any sane call, so that the first answer still finds them.
+const blindLife = int64(time.Minute / time.Microsecond)
+
+func (s *budgetSource) known() bool {
+	return s.req.left >= 0 || s.tok.left >= 0
+}
+
+func newBudgetSource() *budgetSource {
+	return &budgetSource{
+		req: budgetWindow{limit: -1, left: -1},
+		tok: budgetWindow{limit: -1, left: -1},
+	}
+}
+
+// budgetWindow is one advertised window, times in µs of the gate's clock.
+type budgetWindow struct {
+	limit, left int64 // -1: unknown
+	end         int64 // reset instant; 0: reset passed, next unknown
+	prev        int64 // the reset last passed; 0: none
+	span        int64 // the longest reset seen, µs: the window's length
+}
+
+// NewBudget returns an empty in-process budget gate.
+func NewBudget(opts ...Option) *Budget {
+	o := buildOptions(opts)
+	return &Budget{clock: o.clock, sources: map[string]*budgetSource{}}
+}
+
+// roll moves w past its reset when now reached it.
+func (w *budgetWindow) roll(now int64) {
+	if w.end > 0 && now >= w.end {
+		w.left, w.prev, w.end = w.limit, w.end, 0
+	}
+}
+
+// refresh applies an answer's window a received at now; blind admissions
+// made before anything was known are taken off a first figure.
+func (w *budgetWindow) refresh(a gate.AdvertisedWindow, now, blind int64) {
+	if a.Limit >= 0 {
+		w.limit = a.Limit
+	}
+	if !a.Known() {
+		return
+	}
+	end := now + max(a.Reset.Microseconds(), 1)
+	w.roll(now)
+	if w.end == 0 && w.prev > 0 && end <= w.prev+w.span/2 {
+		return // a late answer of the window that just ended
+	}
+	w.span = max(w.span, end-now)
+	switch {
+	case w.left < 0:
+		// The first figure: the answer counts its own call, perhaps not
+		// the other blind ones still in flight.
+		w.left = max(a.Remaining-max(blind-1, 0), 0)
+	case a.Remaining < w.left:
+		w.left = a.Remaining
+	}
+	w.end = max(w.end, end)
+}
+
+// short reports whether w's budget cannot hold cost (capped at the limit,
+// so that a request larger than the whole window waits for a full one).
+func (w *budgetWindow) short(cost int64) bool {
+	if w.left < 0 {
+		return false
+	}
+	if w.limit >= 0 {
+		cost = min(cost, w.limit)
+	}
+	return w.left < cost
+}
+
+// Take reserves one request and estTokens tokens against source's
+// advertised budget, or rejects with the time to the window's reset.
+func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.BudgetDecision, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now().UnixMicro()
+	s := b.sources[source]
+	if s == nil {
+		s = newBudgetSource()
+		b.sources[source] = s
+	}
+	s.req.roll(now)
+	s.tok.roll(now)
+	if !s.known() {
+		if now-s.blindAt > blindLife {
+			s.blind = 0
+		}
+		s.blind++
+		s.blindAt = now
+		return gate.BudgetDecision{Allowed: true}, nil
+	}
+	for _, c := range []struct {
+		w     *budgetWindow
+		cost  int64
+		limit string
+	}{{&s.req, 1, gate.LimitAdvertisedRequests}, {&s.tok, estTokens, gate.LimitAdvertisedTokens}} {
+		if c.w.short(c.cost) {
+			var ra time.Duration
+			if c.w.end > 0 {
+				ra = time.Duration(c.w.end-now) * time.Microsecond
+			}
+			return gate.BudgetDecision{RetryAfter: ra, Limit: c.limit}, nil
+		}
+	}
+	if s.req.left >= 0 {
+		s.req.left--
+	}
+	if s.tok.left >= 0 {
+		s.tok.left = max(s.tok.left-estTokens, 0)
+	}
+	return gate.BudgetDecision{Allowed: true}, nil
+}
+
+// Refresh applies what an answer advertised for source.
+func (b *Budget) Refresh(_ context.Context, source string, a gate.Advertised) error {
+	if !a.Requests.Known() && !a.Tokens.Known() && a.Requests.Limit < 0 && a.Tokens.Limit < 0 {
+		return nil
+	}
+	now := b.clock.Now().UnixMicro()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.sources[source]
+	if s == nil {
+		s = newBudgetSource()
+		b.sources[source] = s
+	}
+	blind := s.blind
+	if now-s.blindAt > blindLife {
+		blind = 0
+	}
+	s.req.refresh(a.Requests, now, blind)
+	s.tok.refresh(a.Tokens, now, blind)
+	if s.known() {
+		s.blind = 0
+	}
+	return nil
+}
+
+// Read returns source's budget as it stands.
+func (b *Budget) Read(_ context.Context, source string) (gate.Advertised, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.sources[source]
+	if s == nil || s.req.limit < 0 && s.tok.limit < 0 && !s.known() {
+		return gate.Advertised{Requests: gate.UnknownWindow, Tokens: gate.UnknownWindow}, false, nil
+	}
+	now := b.clock.Now().UnixMicro()
+	s.req.roll(now)
+	s.tok.roll(now)
+	return gate.Advertised{Requests: s.req.view(now), Tokens: s.tok.view(now)}, true, nil
+}
+
+func (w *budgetWindow) view(now int64) gate.AdvertisedWindow {
+	v := gate.AdvertisedWindow{Limit: w.limit, Remaining: w.left}
+	if w.end > 0 {
+		v.Reset = time.Duration(w.end-now) * time.Microsecond
+	}
+	return v
+}

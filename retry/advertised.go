@@ -1,0 +1,61 @@
+package retry
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/provider"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// answers collects the rate-limit headers of one attempt's upstream
+// answers, read as they arrive (the transport's response sink) and applied
+// to the admission once the attempt returns.
+type answers struct {
+	mu  sync.Mutex
+	got []provider.RateLimits
+}
+
+// listen installs the attempt's response sink on ctx when the admission
+// reads rate-limit headers; nil otherwise.
+func listen(ctx context.Context, adm *admission.SourceAdmission, source string) (context.Context, *answers) {
+	if !adm.Advertising() {
+		return ctx, nil
+	}
+	an := &answers{}
+	return transport.WithResponseSink(ctx, func(_ int, h http.Header) {
+		rl := adm.ReadAnswer(source, h) // an answer without figures counts too: the source is silent
+		an.mu.Lock()
+		an.got = append(an.got, rl)
+		an.mu.Unlock()
+	}), an
+}
+
+// applyTimeout bounds the budget refresh of an attempt whose caller is gone.
+const applyTimeout = 2 * time.Second
+
+// apply hands the answers to the admission, in the order they came. It
+// runs even when the caller gave up: what the upstream said stays true.
+func (an *answers) apply(ctx context.Context, adm *admission.SourceAdmission, source string) {
+	if an == nil {
+		return
+	}
+	an.mu.Lock()
+	got := an.got
+	an.got = nil
+	an.mu.Unlock()
+	if len(got) == 0 {
+		return
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
+		defer cancel()
+	}
+	for _, rl := range got {
+		adm.Advertise(ctx, source, rl)
+	}
+}
