@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"net/url"
 	"time"
 
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -88,9 +91,10 @@ func defaultHTTPClient() *http.Client {
 	}}
 }
 
-// endpoint joins the source's base URL (which includes /v1) and path.
+// endpoint joins path onto the source's base URL (which includes /v1),
+// keeping the base URL's query (Azure's api-version).
 func endpoint(src transport.Source, path string) string {
-	return strings.TrimRight(src.BaseURL, "/") + path
+	return src.URL(path)
 }
 
 // post sends body as JSON to path on src and returns the response when its
@@ -104,7 +108,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 	url := endpoint(src, path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		return nil, fmt.Errorf("openai: source %q: bad base URL %q: %w", src.Name, src.BaseURL, err)
+		return nil, fmt.Errorf("openai: source %q: bad base URL %q", src.Name, src.RedactedBaseURL())
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -121,11 +125,11 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, url, err)
+		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, config.RedactURL(url), redactErr(err, url))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		return nil, c.httpError(resp, src.APIKey.Reveal())
+		return nil, withPath(c.httpError(resp, src.APIKey.Reveal()), req)
 	}
 	return resp, nil
 }
@@ -159,4 +163,24 @@ func (u *wireUsage) usage() transport.Usage {
 		total = u.PromptTokens + u.CompletionTokens
 	}
 	return transport.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+}
+
+// redactErr keeps a transport error's text from showing the request URL's
+// query (which may hold a credential): *url.Error prints the URL, so its
+// URL is replaced by the redacted form.
+func redactErr(err error, raw string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.URL == raw {
+		return &url.Error{Op: ue.Op, URL: config.RedactURL(raw), Err: ue.Err}
+	}
+	return err
+}
+
+// withPath records on e the path of the request that failed (never its
+// query, which may hold a credential), so the error names what was asked.
+func withPath(e *errs.HTTPError, req *http.Request) *errs.HTTPError {
+	if e != nil && req != nil && req.URL != nil && e.Path == "" {
+		e.Path = req.URL.Path
+	}
+	return e
 }

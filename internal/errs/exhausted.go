@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The values of AllSourcesExhausted.Reason.
@@ -32,8 +33,16 @@ type AllSourcesExhausted struct {
 	// Reason is ReasonQuotaExhausted or ReasonStalled.
 	Reason string
 	// Reasons maps each source to why it was not admitted: "cooldown",
-	// "circuit_open", "rate_limited" or "adaptive_paced".
+	// "circuit_open", "rate_limited", "retry_after" or "adaptive_paced" —
+	// or, for a call stalled while its attempts kept failing, the class
+	// of the source's last failed attempt ("failure", "throttle", …). It
+	// is never empty.
 	Reasons map[string]string
+	// RetryAfter is the earliest moment, from the error, at which some
+	// source could certainly be admitted, when the rejecting gates know one
+	// (a quota's refill, an upstream's Retry-After, a breaker's cooldown);
+	// 0 means no certain wait.
+	RetryAfter time.Duration
 	// Last is the error of the call's last attempt when it made any; nil
 	// otherwise. Unwrap returns it.
 	Last error
@@ -56,6 +65,9 @@ func (e *AllSourcesExhausted) Error() string {
 			b.WriteString(", ")
 		}
 		b.WriteString(src + "=" + e.Reasons[src])
+	}
+	if e.RetryAfter > 0 {
+		b.WriteString("; retry after " + e.RetryAfter.String())
 	}
 	if e.Last != nil {
 		b.WriteString("; last attempt: " + e.Last.Error())
