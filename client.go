@@ -68,7 +68,7 @@ type scope struct {
 func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 	s, err := config.FromEnvRequiring(baseURLRequirements(buildOptions(opts))...)
 	if err != nil {
-		return nil, err
+		return nil, public(err)
 	}
 	return New(ctx, *s, opts...)
 }
@@ -85,7 +85,7 @@ func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error) {
 	o := buildOptions(opts)
 	if err := s.ValidateRequiring(baseURLRequirements(o)...); err != nil {
-		return nil, err
+		return nil, public(err)
 	}
 	s = s.WithDefaults()
 	g := &GatewayClient{
@@ -108,7 +108,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	}
 	fail := func(err error) (*GatewayClient, error) {
 		g.release()
-		return nil, err
+		return nil, public(err)
 	}
 
 	chat, embed, ocr := o.chat, o.embed, o.ocr
