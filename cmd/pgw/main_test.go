@@ -227,7 +227,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"open", "CHAT"}, "want SCOPE SOURCE"},
 		{[]string{"-bogus", "status"}, "flag provided but not defined: -bogus"},
 		{[]string{"-prefix", "a{b", "status"}, `invalid -prefix "a{b"`},
-		{[]string{"-redis", "http://x", "status"}, "invalid -redis URL"},
+		{[]string{"-redis", "http://x", "status"}, "invalid -redis: invalid URL scheme"},
+		{[]string{"help", "stats"}, `pgw help: unknown command "stats"`},
 	} {
 		code, out, errOut := pgw(tc.args...)
 		assert.Equal(t, exitUsage, code, "%q", tc.args)
@@ -293,4 +294,42 @@ func TestUsedDrainsTheBucketToNow(t *testing.T) {
 	assert.Equal(t, "≤10", used(str(level), str(stamp), str(r.Unit), 0, stamp+3_000_000), "limit unknown: the last level, an upper bound")
 	assert.Equal(t, "0/60", used(nil, nil, nil, 60, stamp))
 	assert.Equal(t, "-", used(nil, nil, nil, 0, stamp))
+}
+
+func TestHelpCommandPrintsTheUsageOrOneCommands(t *testing.T) {
+	code, out, errOut := pgw("help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "usage: pgw [flags] status")
+	assert.Contains(t, out, "help [COMMAND]")
+	assert.Empty(t, errOut)
+	for _, cmd := range []string{"status", "open", "close", "reset"} {
+		code, out, errOut = pgw("help", cmd)
+		assert.Equal(t, exitOK, code, cmd)
+		assert.Contains(t, out, "usage: pgw [flags] "+cmd, cmd)
+		assert.Contains(t, out, "-redis URL", cmd)
+		assert.Empty(t, errOut, cmd)
+	}
+}
+
+// TestBadValuesNameWhereTheyCameFrom: a bad Redis URL or prefix from the
+// environment is reported under its environment key, not as a flag, and the
+// URL's password is never printed.
+func TestBadValuesNameWhereTheyCameFrom(t *testing.T) {
+	t.Setenv("PGW_REDIS_URL", "redis//:hunter2@127.0.0.1:6379/0")
+	code, out, errOut := pgw("status")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "invalid PGW_REDIS_URL: invalid URL scheme")
+	assert.NotContains(t, errOut, "-redis")
+	assert.NotContains(t, errOut, "hunter2")
+
+	t.Setenv("PGW_REDIS_URL", "redis://:hunter2@127.0.0.1:6379/zero")
+	_, _, errOut = pgw("status")
+	assert.Contains(t, errOut, "invalid PGW_REDIS_URL: invalid database number")
+	assert.NotContains(t, errOut, "hunter2")
+
+	t.Setenv("PGW_REDIS_URL", "")
+	t.Setenv("PGW_REDIS_PREFIX", "a{b")
+	_, _, errOut = pgw("status")
+	assert.Contains(t, errOut, `invalid PGW_REDIS_PREFIX "a{b"`)
 }
