@@ -78,7 +78,9 @@ func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 // fields of s mean their defaults; invalid settings return one *ConfigError
 // listing every problem.
 //
-// With a redis backend, New loads the gate scripts, bounded by ctx: when
+// With a redis backend, go-redis's own log lines (dial failures, …), which
+// it writes through one process-wide logger, go to this gateway's logger at
+// Debug instead of stderr. New loads the gate scripts, bounded by ctx: when
 // Redis does not answer, PGW_REDIS_DOWN=fail_closed makes New fail with an
 // error matching redis.ErrUnreachable, and fail_open logs a warning and
 // serves from local gates until Redis answers.
@@ -97,6 +99,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 
 	usesRedis := s.BreakerBackend == config.BackendRedis || s.QuotaBackend == config.BackendRedis
 	if usesRedis {
+		routeRedisLog(o.logger)
 		g.redis = o.redis
 		if g.redis == nil {
 			rc, err := newRedisClient(s.Redis)
