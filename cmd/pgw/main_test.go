@@ -333,3 +333,30 @@ func TestBadValuesNameWhereTheyCameFrom(t *testing.T) {
 	_, _, errOut = pgw("status")
 	assert.Contains(t, errOut, `invalid PGW_REDIS_PREFIX "a{b"`)
 }
+
+// TestCLIOutputHoldsNoSecret plants a marker secret in every secret-bearing
+// key, valid and invalid, and runs the commands: it shows in no output.
+func TestCLIOutputHoldsNoSecret(t *testing.T) {
+	const marker = "MRKcli7Q"
+	for _, env := range []map[string]string{
+		{"PGW_REDIS_URL": "redis://:" + marker + "@127.0.0.1:1/0?dial_timeout=50ms"},
+		{"PGW_REDIS_URL": "redis//:" + marker + "@127.0.0.1:1/0"},
+		{"PGW_REDIS_URL": "redis:/:" + marker + "@h/0"},
+		{"PGW_REDIS_URL": "redis://:" + marker + "@h:1/zero"},
+		{"PGW_REDIS_URL": marker},
+		{"CHAT__SOURCES": "a", "CHAT__A__API_KEY": marker + "\n", "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms"},
+		{"CHAT__SOURCES": "a", "CHAT__A__API_KY": marker, "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms"},
+		{"CHAT__SOURCES": "a", "CHAT__A__BASE_URL": "https//u:" + marker + "@h/v1", "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms"},
+	} {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		for _, args := range [][]string{{"status"}, {"-timeout", "1s", "open", "CHAT", "a"}, {"help"}, {"-h"}} {
+			_, out, errOut := pgw(args...)
+			assert.NotContains(t, out+errOut, marker, "%v %q", env, args)
+		}
+		for k := range env {
+			t.Setenv(k, "")
+		}
+	}
+}
