@@ -71,7 +71,7 @@ type scope struct {
 func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 	s, err := config.FromEnvRequiring(baseURLRequirements(buildOptions(opts))...)
 	if err != nil {
-		return nil, err
+		return nil, public(err)
 	}
 	return New(ctx, *s, opts...)
 }
@@ -81,14 +81,16 @@ func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 // fields of s mean their defaults; invalid settings return one *ConfigError
 // listing every problem.
 //
-// With a redis backend, New loads the gate scripts, bounded by ctx: when
+// With a redis backend, go-redis's own log lines (dial failures, …), which
+// it writes through one process-wide logger, go to this gateway's logger at
+// Debug instead of stderr. New loads the gate scripts, bounded by ctx: when
 // Redis does not answer, PGW_REDIS_DOWN=fail_closed makes New fail with an
 // error matching redis.ErrUnreachable, and fail_open logs a warning and
 // serves from local gates until Redis answers.
 func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error) {
 	o := buildOptions(opts)
 	if err := s.ValidateRequiring(baseURLRequirements(o)...); err != nil {
-		return nil, err
+		return nil, public(err)
 	}
 	if err := checkProviders(&s, o); err != nil {
 		return nil, err
@@ -103,6 +105,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 
 	usesRedis := s.BreakerBackend == config.BackendRedis || s.QuotaBackend == config.BackendRedis
 	if usesRedis {
+		routeRedisLog(o.logger)
 		g.redis = o.redis
 		if g.redis == nil {
 			rc, err := newRedisClient(s.Redis)
@@ -114,7 +117,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	}
 	fail := func(err error) (*GatewayClient, error) {
 		g.release()
-		return nil, err
+		return nil, public(err)
 	}
 
 	chat, embed, ocr := o.chat, o.embed, o.ocr

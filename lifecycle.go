@@ -38,7 +38,7 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 // end releases the call, once, and returns err — or ErrClosed when Close
 // interrupted the call.
 func (c *call) end(err error) error {
-	err = c.closedErr(err)
+	err = public(c.closedErr(err))
 	c.once.Do(func() {
 		c.stop()
 		c.cancel(nil)

@@ -232,10 +232,23 @@ func (a *SourceAdmission) Balance() Balance { return a.balance }
 // HoldOff keeps source out of admission in this process for at least d from
 // now — the upstream's Retry-After on a 429. It lengthens a running cooldown
 // but never shortens one.
+//
+// While the hold-off stands, the source's rejections carry reason HeldOff:
+// the upstream throttled it, its breaker did not open, so the QUOTA_FULL
+// policy applies, not CIRCUIT_OPEN.
 func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 	if d > 0 {
-		a.memo.SetUntil(source, a.clock.Now().Add(d))
+		a.memo.HoldUntil(source, a.clock.Now().Add(d))
 	}
+}
+
+// memoReason is the reason of a memo rejection: HeldOff for an upstream's
+// Retry-After, Cooldown for a breaker's cooldown.
+func memoReason(held bool) Reason {
+	if held {
+		return HeldOff
+	}
+	return Cooldown
 }
 
 // Pick runs one admission round. It walks the sources in selector
@@ -278,8 +291,8 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		if len(exclude) > 0 && slices.Contains(exclude, name) {
 			continue
 		}
-		if ra := a.memo.remaining(name, clock); ra > 0 {
-			rej = a.reject(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra}, "", clock)
+		if ra, held := a.memo.remainingWhy(name, clock); ra > 0 {
+			rej = a.reject(rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
 			continue
 		}
 		d, err := a.breaker.TryEnter(ctx, name)
@@ -337,9 +350,9 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			// The gates' round trips take time: an upstream's Retry-After
 			// (or another round's breaker answer) that reached the memo
 			// meanwhile still holds the source off, read at a fresh now.
-			if ra := a.memo.Remaining(name, a.clock.Now()); ra > 0 {
+			if ra, held := a.memo.remainingWhy(name, func() time.Time { return a.clock.Now() }); ra > 0 {
 				t.giveBack(ctx)
-				rej = a.reject(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra}, "", clock)
+				rej = a.reject(rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
 				continue
 			}
 		}

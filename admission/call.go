@@ -84,8 +84,9 @@ func (c *Call) PickOther(ctx context.Context, estTokens int64, exclude []string)
 //	every rejection a gate one (cooldown, circuit_open):
 //	  CIRCUIT_OPEN=fail_fast → *CircuitOpenError, RetryAfter = earliest source's
 //	  CIRCUIT_OPEN=wait      → hint = earliest source's RetryAfter (0: all HalfOpen)
-//	otherwise (some rate_limited or adaptive_paced):
-//	  QUOTA_FULL=fail_fast   → *AllSourcesExhausted{Reason: "quota_exhausted"}
+//	otherwise (some rate_limited, retry_after or adaptive_paced):
+//	  QUOTA_FULL=fail_fast   → *AllSourcesExhausted{Reason: "quota_exhausted"},
+//	                           RetryAfter = earliest source's (0: unknown)
 //	  QUOTA_FULL=wait        → hint = earliest RetryAfter (0: unknown)
 //
 // A waiting call that is stalled gets *AllSourcesExhausted{Reason: "stalled"}
@@ -118,7 +119,7 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 	stallLeft := remaining
 	if c.stall != nil {
 		if c.stall.Stalled() {
-			err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonStalled, Reasons: rej.Map()}
+			err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonStalled, Reasons: rej.Map(), RetryAfter: hint}
 			c.leave(err, "")
 			return err
 		}

@@ -121,13 +121,17 @@ func TestWaitPastTheStallBudgetEndsAtOnce(t *testing.T) {
 			assert.Empty(t, f.sleeper.taken())
 		})
 	}
-	t.Run("breaker wait", func(t *testing.T) {
+	t.Run("an upstream's Retry-After hold-off", func(t *testing.T) {
+		// A hold-off asked for by the upstream is a quota-like rejection,
+		// so QUOTA_FULL's fail_fast error ends the call, with its wait.
 		f := newFixture(t, withModes(admission.Wait, admission.Wait))
-		f.adm.HoldOff("s1", time.Hour) // an upstream's Retry-After
+		f.adm.HoldOff("s1", time.Hour)
 		_, err := f.run(context.Background(), f.adm.NewCall(f.stall()), succeed)
-		var coe *errs.CircuitOpenError
-		require.ErrorAs(t, err, &coe)
-		assert.Equal(t, time.Hour, coe.RetryAfter)
+		var ase *errs.AllSourcesExhausted
+		require.ErrorAs(t, err, &ase)
+		assert.Equal(t, errs.ReasonQuotaExhausted, ase.Reason)
+		assert.Equal(t, time.Hour, ase.RetryAfter)
+		assert.Equal(t, map[string]string{"s1": "retry_after"}, ase.Reasons)
 		assert.Empty(t, f.sleeper.taken())
 	})
 	t.Run("a delivery of the scope extends the horizon", func(t *testing.T) {

@@ -23,7 +23,8 @@
 //
 // Pick walks the sources in selector order (priority tiers ascending,
 // weighted random within a tier, sources that failed earlier in the call
-// last) and checks each, in order: the cooldown memo ("cooldown"), the breaker
+// last) and checks each, in order: the cooldown memo ("cooldown", or
+// "retry_after" while an upstream's Retry-After holds the source off), the breaker
 // TryEnter ("circuit_open"), the quota Acquire ("rate_limited") and the pacer
 // ("adaptive_paced"). The first source that passes all four wins — once the
 // memo, read again after the gates' round trips, still lets it (an upstream's

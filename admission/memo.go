@@ -19,6 +19,9 @@ import (
 type Memo struct {
 	mu    sync.RWMutex
 	until map[string]time.Time
+	// held marks the sources whose current deadline is an upstream's
+	// Retry-After (HoldUntil), not a breaker cooldown.
+	held map[string]bool
 	// entries is len(until), read without the lock so that an empty memo —
 	// the usual case — costs an atomic load.
 	entries atomic.Int64
@@ -42,6 +45,29 @@ func (m *Memo) SetUntil(source string, until time.Time) {
 		m.entries.Add(1)
 	}
 	m.until[source] = until
+	delete(m.held, source)
+}
+
+// HoldUntil is SetUntil for an upstream's Retry-After: while this deadline
+// stands, rejections say the source is held off (HeldOff), not cooling
+// down.
+func (m *Memo) HoldUntil(source string, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.until[source]; ok && !until.After(cur) {
+		return
+	}
+	if m.until == nil {
+		m.until = make(map[string]time.Time)
+	}
+	if m.held == nil {
+		m.held = make(map[string]bool)
+	}
+	if _, ok := m.until[source]; !ok {
+		m.entries.Add(1)
+	}
+	m.until[source] = until
+	m.held[source] = true
 }
 
 // Active reports whether source is to be skipped at now.
@@ -57,18 +83,26 @@ func (m *Memo) Remaining(source string, now time.Time) time.Duration {
 
 // remaining is Remaining with the time read only when an entry exists.
 func (m *Memo) remaining(source string, clock func() time.Time) time.Duration {
+	d, _ := m.remainingWhy(source, clock)
+	return d
+}
+
+// remainingWhy is remaining and whether the deadline is an upstream's
+// Retry-After.
+func (m *Memo) remainingWhy(source string, clock func() time.Time) (time.Duration, bool) {
 	if m.entries.Load() == 0 {
-		return 0
+		return 0, false
 	}
 	m.mu.RLock()
 	until, ok := m.until[source]
+	held := m.held[source]
 	m.mu.RUnlock()
 	if !ok {
-		return 0
+		return 0, false
 	}
 	now := clock()
 	if !until.After(now) {
-		return 0
+		return 0, false
 	}
-	return until.Sub(now)
+	return until.Sub(now), held
 }

@@ -81,6 +81,9 @@ type answer struct {
 	state      gate.State
 	forced     gate.Force
 	retryAfter time.Duration
+	// caused: this process's own operation made the answer's state (an
+	// applied outcome, a granted probe), as opposed to seeing another's.
+	caused bool
 }
 
 func newWatch(a *SourceAdmission, obs observe.Observer) *watch {
@@ -102,8 +105,13 @@ func newWatch(a *SourceAdmission, obs observe.Observer) *watch {
 }
 
 // afterTryEnter checks a TryEnter answer for news.
+//
+// A probe granted to this process is a transition it caused; any other news
+// on a TryEnter answer (another process tripped or closed the record) was
+// only observed.
 func (w *watch) afterTryEnter(ctx context.Context, i int, d gate.Decision) {
-	w.check(ctx, i, answer{gen: d.Generation, state: d.State, forced: d.Forced, retryAfter: d.RetryAfter})
+	w.check(ctx, i, answer{gen: d.Generation, state: d.State, forced: d.Forced, retryAfter: d.RetryAfter,
+		caused: d.Allowed && d.State == gate.HalfOpen})
 }
 
 // afterRecord counts an applied outcome and checks the answer for news.
@@ -126,7 +134,8 @@ func (w *watch) afterRecord(ctx context.Context, i int, o gate.Outcome, u gate.U
 		}
 		s.mu.Unlock()
 	}
-	w.check(ctx, i, answer{gen: u.Generation, state: u.State, forced: u.Forced, retryAfter: u.RetryAfter})
+	// An applied outcome caused whatever change its answer shows.
+	w.check(ctx, i, answer{gen: u.Generation, state: u.State, forced: u.Forced, retryAfter: u.RetryAfter, caused: u.Applied})
 }
 
 // check is on every answer's path: an answer equal to the last one seen
@@ -149,7 +158,7 @@ func (w *watch) judge(ctx context.Context, i int, a answer) {
 	last := s.last.Load()
 	if a.gen&recordBit == last.gen&recordBit && a.gen > last.gen {
 		// A later state of the same record.
-		w.adopt(ctx, i, last, &sight{gen: a.gen, state: a.state, forced: a.forced}, a.retryAfter)
+		w.adopt(ctx, i, last, &sight{gen: a.gen, state: a.state, forced: a.forced}, a.retryAfter, a.caused)
 		return
 	}
 	// Generations cannot tell: an answer that raced a transition judged
@@ -166,18 +175,24 @@ func (w *watch) judge(ctx context.Context, i int, a answer) {
 		return
 	}
 	now := &sight{gen: snap.Generation, state: snap.State, forced: snap.Forced}
+	caused := false
 	if snap.Generation == a.gen&^recordBit && snap.State == a.state && snap.Forced == a.forced {
+		caused = a.caused
 		// The record is as the answer saw it: keep the answer's
 		// generation, record bit included, so the answers that follow
 		// from the same record compare without another read.
 		now.gen = a.gen
 	}
-	w.adopt(ctx, i, last, now, snap.RetryAfter)
+	w.adopt(ctx, i, last, now, snap.RetryAfter, caused)
 }
 
 // adopt makes now the last record seen and reports a change when its state
 // or override differs from last. The caller holds busy.
-func (w *watch) adopt(ctx context.Context, i int, last, now *sight, retryAfter time.Duration) {
+//
+// Only the process that caused a trip logs it as a warning; every other
+// process sharing the record through Redis only observed it, and says so at
+// Info — one outage, one warning, not one per process.
+func (w *watch) adopt(ctx context.Context, i int, last, now *sight, retryAfter time.Duration, caused bool) {
 	s := &w.seen[i]
 	s.last.Store(now)
 	if now.state == last.state && now.forced == last.forced {
@@ -198,11 +213,14 @@ func (w *watch) adopt(ctx context.Context, i int, last, now *sight, retryAfter t
 		Counts:     counts,
 		At:         w.clock.Now(),
 	}
-	level := slog.LevelInfo
-	if ev.To == gate.Open {
+	level, msg := slog.LevelInfo, "pgw: breaker state changed"
+	switch {
+	case !caused:
+		msg = "pgw: breaker state change observed (made by another process or an operator)"
+	case ev.To == gate.Open:
 		level = slog.LevelWarn
 	}
-	w.log.LogAttrs(ctx, level, "pgw: breaker state changed",
+	w.log.LogAttrs(ctx, level, msg,
 		slog.String("scope", w.scope),
 		slog.String("source", name),
 		slog.String("from", ev.From.String()),
@@ -210,6 +228,7 @@ func (w *watch) adopt(ctx context.Context, i int, last, now *sight, retryAfter t
 		slog.String("forced", ev.Forced.String()),
 		slog.Uint64("generation", ev.Generation),
 		slog.Duration("retry_after", ev.RetryAfter),
+		slog.Bool("observed", !caused),
 		slog.Uint64("failures", counts.Failures+counts.Fatal),
 		slog.Uint64("consecutive_failures", counts.ConsecutiveFailures))
 	if w.obs != nil {

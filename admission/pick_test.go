@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/errs"
 )
 
 // TestPickChecksMemoBreakerQuotaPacerInOrder: each stage rejecting alone
@@ -25,8 +26,11 @@ func TestPickChecksMemoBreakerQuotaPacerInOrder(t *testing.T) {
 		tryEnters  int64
 	}{
 		{"memo says cooldown: the breaker is not asked", func(t *testing.T, f *fixture) {
-			f.adm.HoldOff("s1", 5*time.Second)
+			f.adm.Memo().SetUntil("s1", f.clk.Now().Add(5*time.Second))
 		}, admission.Cooldown, 5 * time.Second, 0},
+		{"memo says held off by Retry-After: the breaker is not asked", func(t *testing.T, f *fixture) {
+			f.adm.HoldOff("s1", 5*time.Second)
+		}, admission.HeldOff, 5 * time.Second, 0},
 		{"breaker open", func(t *testing.T, f *fixture) { f.open(t, "s1") }, admission.CircuitOpen, cooldown, 1},
 		{"quota full", func(t *testing.T, f *fixture) { f.quota.setReject("s1", 3*time.Second) }, admission.RateLimited, 3 * time.Second, 1},
 		{"pacer window full", func(t *testing.T, f *fixture) { f.pacer.limit["s1"] = 0 }, admission.AdaptivePaced, 0, 1},
@@ -348,7 +352,7 @@ func TestPickHonoursARetryAfterThatLandsDuringTheGateRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, tk)
 	assert.Equal(t, "s2", tk.Source, "s1 was held off before its ticket was handed out")
-	assert.Equal(t, admission.Rejections{{Source: "s1", Reason: admission.Cooldown, RetryAfter: 2 * time.Second}}, rej)
+	assert.Equal(t, admission.Rejections{{Source: "s1", Reason: admission.HeldOff, RetryAfter: 2 * time.Second}}, rej)
 	assert.Equal(t, 1, q.acquired)
 	assert.Zero(t, q.held("s1"), "the permit taken for s1 was released")
 	assert.Zero(t, q.tokens("s1"), "and its reservation refunded")
@@ -409,4 +413,27 @@ func TestDoneGivesAPermitBackInOneFinishWhenTheQuotaCan(t *testing.T) {
 	assert.Equal(t, [3]int{1, 0, 1}, [3]int{q.finishes, q.settles, q.releases}, "no count: released, the estimate stands")
 	assert.EqualValues(t, 14, q.tokens("s1"))
 	assert.Zero(t, q.held("s1"))
+}
+
+// TestRetryAfterHoldOffIsNotReportedAsCircuitOpen: a source the upstream
+// held off with a 429's Retry-After, its breaker closed, is a throttle: the
+// QUOTA_FULL policy applies, and with fail_fast the error carries the
+// certain wait and the reason retry_after — never "circuit open".
+func TestRetryAfterHoldOffIsNotReportedAsCircuitOpen(t *testing.T) {
+	f := newFixture(t, withModes(admission.FailFast, admission.FailFast))
+	f.adm.HoldOff("s1", 7*time.Second)
+	call := f.adm.NewCall(nil)
+	tk, rej, err := call.Pick(context.Background(), 10)
+	require.NoError(t, err)
+	require.Nil(t, tk)
+	err = call.OnNoRunnable(context.Background(), rej)
+	var coe *errs.CircuitOpenError
+	assert.False(t, errors.As(err, &coe), "a hold-off is no open circuit: %v", err)
+	var ase *errs.AllSourcesExhausted
+	require.ErrorAs(t, err, &ase)
+	assert.Equal(t, errs.ReasonQuotaExhausted, ase.Reason)
+	assert.Equal(t, map[string]string{"s1": "retry_after"}, ase.Reasons)
+	assert.Equal(t, 7*time.Second, ase.RetryAfter, "the certain wait the rejection knew")
+	assert.Contains(t, err.Error(), "s1=retry_after; retry after 7s")
+	assert.NotContains(t, err.Error(), "circuit open")
 }

@@ -5,8 +5,9 @@ import "time"
 // Reason is why Pick did not admit a source.
 type Reason string
 
-// The four rejection reasons, in the order Pick checks them. Cooldown and
-// CircuitOpen are gate rejections; the other two are not.
+// The rejection reasons, in the order Pick checks them (a hold-off is found
+// where a cooldown is). Cooldown and CircuitOpen are gate rejections; the
+// others are not.
 const (
 	// Cooldown: the memo says the source is cooling down in this process.
 	Cooldown Reason = "cooldown"
@@ -17,6 +18,10 @@ const (
 	RateLimited Reason = "rate_limited"
 	// AdaptivePaced: the AIMD pacer's window for the source is full.
 	AdaptivePaced Reason = "adaptive_paced"
+	// HeldOff: the upstream answered 429 with a Retry-After that has not
+	// passed; the source's breaker is not open. Like RateLimited it is a
+	// throttle, governed by QUOTA_FULL, and its RetryAfter is certain.
+	HeldOff Reason = "retry_after"
 )
 
 // Gate reports whether r is a gate rejection (cooldown or circuit_open), the

@@ -71,12 +71,18 @@ func validate(s Settings, ps *problems) {
 				v      int
 			}{{"RPM", src.RPM}, {"TPM", src.TPM}} {
 				if key := prefix + k + "__" + r.suffix; !gate.RateLegal(r.v) && !ps.has(key) {
-					ps.add(key, strconv.Itoa(r.v), gate.RateLegalText())
+					ps.add(key, strconv.Itoa(r.v), legalRate)
 				}
 			}
 		}
 	}
 }
+
+// legalRate says which RPM and TPM values both the key (at most maxCount)
+// and the quota gates (which count exactly) accept: one statement, one upper
+// bound.
+var legalRate = "0 for unlimited, 1.." + strconv.Itoa(gate.MaxPlainRate) + ", or a multiple of 1000 up to " +
+	strconv.Itoa(maxCount/1000*1000) + "; other values cannot be counted exactly"
 
 func legalDistinctKeys(k string) string {
 	return "source names whose keys (upper-case, '-' → '_') differ; these both give " + k

@@ -45,6 +45,10 @@ func RateLegal(v int) bool {
 	return v == 0 || v > 0 && NewRate(v).Capacity <= maxRateCapacity
 }
 
+// MaxPlainRate is the largest RPM or TPM the quota gates count exactly
+// whatever its value; above it, only multiples of 1000 are legal.
+const MaxPlainRate = maxPlainRate
+
 // RateLegalText says which RPM and TPM values RateLegal accepts.
 func RateLegalText() string {
 	return fmt.Sprintf("0 for unlimited, 1..%d, or a multiple of 1000 up to %d; other larger values cannot be counted exactly",

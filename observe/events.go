@@ -155,7 +155,8 @@ type StateChange struct {
 type Rejection struct {
 	// Scope and Source name the source.
 	Scope, Source string
-	// Reason is why: "cooldown", "circuit_open", "rate_limited" or
+	// Reason is why: "cooldown", "circuit_open", "rate_limited",
+	// "retry_after" (an upstream's Retry-After holds the source off) or
 	// "adaptive_paced" (admission.Reason).
 	Reason string
 	// Limit names the quota limit that rejected ("rpm", "tpm",

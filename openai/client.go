@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
@@ -130,7 +131,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 	transport.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		return nil, c.httpError(resp, src)
+		return nil, withPath(c.httpError(resp, src), req)
 	}
 	return resp, nil
 }
@@ -189,4 +190,13 @@ func redactErr(err error, raw string) error {
 		return &url.Error{Op: ue.Op, URL: config.RedactURL(raw), Err: ue.Err}
 	}
 	return err
+}
+
+// withPath records on e the path of the request that failed (never its
+// query, which may hold a credential), so the error names what was asked.
+func withPath(e *errs.HTTPError, req *http.Request) *errs.HTTPError {
+	if e != nil && req != nil && req.URL != nil && e.Path == "" {
+		e.Path = req.URL.Path
+	}
+	return e
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/transport"
+	"time"
 )
 
 // Class is how a loop treats an attempt's outcome.
@@ -52,8 +52,9 @@ func (c Class) String() string {
 	return "class(?)"
 }
 
-// Classify is the default classification of an attempt's error. A *errs.HTTPError
-// anywhere in err's chain is classified by status: 429 Throttle — unless its
+// Classify is the default classification of an attempt's error. An
+// HTTPStatusError (*errs.HTTPError, pgw.HTTPError) anywhere in err's chain
+// is classified by status: 429 Throttle — unless its
 // message says the quota is exhausted ("insufficient_quota"), which is Fatal
 // like 401, 402 and 403; 400, 404, 413 and 422 CallerError; anything else
 // (5xx, 408, 409 …) Failure. context.Canceled is Canceled. Everything else —
@@ -66,9 +67,9 @@ func Classify(err error) Class {
 	if err == nil {
 		return Success
 	}
-	var he *errs.HTTPError
+	var he HTTPStatusError
 	if errors.As(err, &he) {
-		return classifyStatus(he)
+		return classifyStatus(he.HTTPStatus(), he.Error())
 	}
 	if errors.Is(err, context.Canceled) {
 		return Canceled
@@ -82,11 +83,32 @@ func Classify(err error) Class {
 	return Failure
 }
 
-func classifyStatus(he *errs.HTTPError) Class {
-	if insufficientQuota(he.Message) {
+// HTTPStatusError is an upstream HTTP failure, whichever package defines
+// it: pgw.HTTPError, which Call functions and custom transports return, and
+// the HTTPError of the lower packages both implement it.
+type HTTPStatusError interface {
+	error
+	// HTTPStatus is the upstream's HTTP status.
+	HTTPStatus() int
+	// RetryAfterHint is the upstream's Retry-After, 0 when absent.
+	RetryAfterHint() time.Duration
+}
+
+// RetryAfterOf returns the Retry-After of the upstream HTTP failure in
+// err's chain, 0 when there is none.
+func RetryAfterOf(err error) time.Duration {
+	var he HTTPStatusError
+	if errors.As(err, &he) {
+		return he.RetryAfterHint()
+	}
+	return 0
+}
+
+func classifyStatus(status int, text string) Class {
+	if insufficientQuota(text) {
 		return Fatal
 	}
-	switch he.StatusCode {
+	switch status {
 	case 429:
 		return Throttle
 	case 401, 402, 403:

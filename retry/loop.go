@@ -267,6 +267,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 	hc := l.newHedgeCall(call, estTokens, demote)
 	attempts, failures := 0, 0
 	var last error
+	var failed map[string]string // source → class of its last failed attempt
 	for {
 		if attempts >= l.maxAttempts {
 			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
@@ -294,9 +295,12 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		if demote {
 			call.Failed(t.Source)
 		}
-		var he *errs.HTTPError
+		if failed == nil {
+			failed = make(map[string]string, 2)
+		}
+		failed[t.Source] = class.String()
 		switch {
-		case class == Throttle && errors.As(err, &he) && he.RetryAfter > 0:
+		case class == Throttle && RetryAfterOf(err) > 0:
 			// attemptOnce held the source off until the upstream's
 			// Retry-After: fail over at once.
 			continue
@@ -319,7 +323,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			return zero, err
 		}
 		if stall.Stalled() {
-			return zero, &errs.AllSourcesExhausted{Scope: l.scope, Reason: errs.ReasonStalled, Last: last}
+			return zero, &errs.AllSourcesExhausted{Scope: l.scope, Reason: errs.ReasonStalled, Reasons: failed, Last: last}
 		}
 	}
 }
@@ -356,6 +360,10 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	}()
 	v, usage, err = attempt(actx, src, h)
 	outcome = observe.OutcomeSuccess
+	if o, ok := err.(errs.Originer); ok {
+		// The error names where it came from when it ends the call.
+		err = o.WithOrigin(l.scope, t.Source)
+	}
 	if err == nil {
 		res = admission.Result{Outcome: gate.Success, Tokens: settled(usage)}
 		return v, Success, nil
@@ -374,13 +382,12 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		class = CallerError
 	}
 	outcome = outcomeOf(class)
-	var he *errs.HTTPError
-	if class == Throttle && errors.As(err, &he) && he.RetryAfter > 0 {
+	if ra := RetryAfterOf(err); class == Throttle && ra > 0 {
 		// The upstream said when: hold the source off now, before the
 		// deferred Done spends round trips on the gates, so that no round
 		// of this process admits the source in between (a longer running
 		// cooldown stays).
-		l.adm.HoldOff(t.Source, he.RetryAfter)
+		l.adm.HoldOff(t.Source, ra)
 	}
 	return zero, class, err
 }

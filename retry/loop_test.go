@@ -68,6 +68,7 @@ func TestBackoffNeverCarriesACallPastItsStallBudget(t *testing.T) {
 	var ex *errs.AllSourcesExhausted
 	require.ErrorAs(t, err, &ex)
 	assert.Equal(t, errs.ReasonStalled, ex.Reason)
+	assert.Equal(t, map[string]string{"only": "failure"}, ex.Reasons, "Reasons is filled when attempts, not rejections, stalled the call")
 	assert.ErrorIs(t, err, errBoom, "the last attempt's error is reachable")
 	naps := e.sleeper.taken()
 	require.Len(t, naps, 2, "a ~1s backoff, then one clamped to the budget")
@@ -87,10 +88,14 @@ func TestMaxAttemptsSpentIsGatewayUnavailableWrappingTheLastError(t *testing.T) 
 	require.ErrorAs(t, err, &gu)
 	assert.Equal(t, 3, gu.Attempts)
 	assert.Equal(t, "CHAT", gu.Scope)
-	assert.Same(t, last, gu.Last)
 	var he *errs.HTTPError
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, 502, he.StatusCode)
+	assert.Equal(t, "bad gateway #3", he.Message)
+	assert.Equal(t, "CHAT", he.Scope, "the error that ends the call names its scope")
+	assert.Equal(t, "only", he.Source, "and its source")
+	assert.Contains(t, err.Error(), "upstream http 502 from scope CHAT, source only: bad gateway #3")
+	assert.Empty(t, last.(*errs.HTTPError).Scope, "the attempt's own error, which may be shared, is not modified")
 	assert.Len(t, e.sleeper.taken(), 2, "no backoff after the last attempt")
 }
 
@@ -140,11 +145,14 @@ func TestThrottleHoldsTheSourceOffBeforeTheTicketIsGivenBack(t *testing.T) {
 }
 
 func TestThrottleRetryAfterNeverShortensARunningCooldown(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(c *retry.Config) { c.Scope.QuotaFull = config.ModeFailFast })
 	e.loop.Admission().HoldOff("s2", time.Minute)
 	s := &script{errs: map[string][]error{"s1": {httpErr(429, 5*time.Second, "slow down")}}}
 	_, err := retry.Run(context.Background(), e.loop, 1, s.attempt)
-	require.Error(t, err, "s1 held off 5s, s2 for a minute: CIRCUIT_OPEN=fail_fast")
+	var ase *errs.AllSourcesExhausted
+	require.ErrorAs(t, err, &ase, "s1 held off 5s, s2 for a minute: a throttle, QUOTA_FULL=fail_fast")
+	assert.Equal(t, map[string]string{"s1": "retry_after", "s2": "retry_after"}, ase.Reasons)
+	assert.Equal(t, 5*time.Second, ase.RetryAfter, "the earliest certain wait")
 	e.loop.Admission().HoldOff("s1", time.Second) // a later, shorter Retry-After
 	assert.Equal(t, 5*time.Second, e.loop.Admission().Memo().Remaining("s1", e.clk.Now()))
 	assert.Equal(t, time.Minute, e.loop.Admission().Memo().Remaining("s2", e.clk.Now()))

@@ -8,6 +8,7 @@
 //	pgw [flags] open  SCOPE SOURCE      force SOURCE open until reset
 //	pgw [flags] close SCOPE SOURCE      force SOURCE closed until reset
 //	pgw [flags] reset SCOPE SOURCE      clear the override: a fresh closed record
+//	pgw help [COMMAND]                  this text, or one command's
 //
 // Flags (before or after the command):
 //
@@ -59,6 +60,7 @@ const (
 
 const usageText = `usage: pgw [flags] status
        pgw [flags] open|close|reset SCOPE SOURCE
+       pgw help [COMMAND]
 
 Shows and steers the breaker and quota state pgw gateways share in Redis.
 
@@ -71,9 +73,41 @@ commands:
   close SCOPE SOURCE    force SOURCE closed until reset (failures are counted
                         but never trip it)
   reset SCOPE SOURCE    clear the override: a fresh closed record
+  help [COMMAND]        this text, or one command's
 
 flags (before or after the command):
 `
+
+// commandHelp is each command's own help, for pgw help COMMAND.
+var commandHelp = map[string]string{
+	"status": `usage: pgw [flags] status
+
+Lists every scope and source pgw gateways keep in Redis under the prefix:
+breaker state, override, time to the next probe, cooldown, failures, probe
+leases, in-flight calls, RPM and TPM used. With the gateway's configuration in
+the environment (the PGW_… and {SCOPE}__… keys) it also shows each source's
+limits and each scope's policy.
+`,
+	"open": `usage: pgw [flags] open SCOPE SOURCE
+
+Forces SOURCE of SCOPE open until reset: every process's calls fail over or
+wait, and the gate reports no certain retry time. -create forces a source
+Redis has no record of yet.
+`,
+	"close": `usage: pgw [flags] close SCOPE SOURCE
+
+Forces SOURCE of SCOPE closed until reset: failures are counted but never
+trip it. -create forces a source Redis has no record of yet.
+`,
+	"reset": `usage: pgw [flags] reset SCOPE SOURCE
+
+Clears the override of SOURCE of SCOPE: a fresh closed record.
+`,
+	"help": `usage: pgw help [COMMAND]
+
+Prints the usage, or COMMAND's (status, open, close, reset).
+`,
+}
 
 // options are the command line's flags.
 type options struct {
@@ -82,6 +116,22 @@ type options struct {
 	prefix   string
 	timeout  time.Duration
 	create   bool
+	// from names where redisURL, cluster and prefix came from, for errors:
+	// the flag, the environment key or the default.
+	from map[string]string
+}
+
+// setFrom fills *v from the first of the flag, the environment key and the
+// default that is set, and notes which one it was under name.
+func (o *options) setFrom(name string, v *string, flagName, envKey, def string) {
+	switch {
+	case *v != "":
+		o.from[name] = "-" + flagName
+	case os.Getenv(envKey) != "":
+		*v, o.from[name] = os.Getenv(envKey), envKey
+	default:
+		*v, o.from[name] = def, "the default of -"+flagName
+	}
 }
 
 // flags binds o to a flag set that prints nothing itself: parse reports.
@@ -111,19 +161,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "pgw: missing command (legal: status, open, close, reset)")
+		fmt.Fprintln(stderr, "pgw: missing command (legal: status, open, close, reset, help)")
 		printUsage(fs, stderr)
 		return exitUsage
 	}
 	cmd := fs.Arg(0)
+	if cmd == "help" {
+		return help(fs, fs.Args()[1:], stdout, stderr)
+	}
 	sub := o.flags("pgw " + cmd)
 	if code, ok := parse(sub, fs.Args()[1:], stdout, stderr); !ok {
 		return code
 	}
 	rest := sub.Args()
-	o.redisURL = firstOf(o.redisURL, os.Getenv("PGW_REDIS_URL"), "redis://127.0.0.1:6379/0")
-	o.cluster = firstOf(o.cluster, os.Getenv("PGW_REDIS_CLUSTER_ADDRS"))
-	o.prefix = firstOf(o.prefix, os.Getenv("PGW_REDIS_PREFIX"), "pgw")
+	o.from = map[string]string{}
+	o.setFrom("redis", &o.redisURL, "redis", "PGW_REDIS_URL", "redis://127.0.0.1:6379/0")
+	o.setFrom("cluster", &o.cluster, "cluster", "PGW_REDIS_CLUSTER_ADDRS", "")
+	o.setFrom("prefix", &o.prefix, "prefix", "PGW_REDIS_PREFIX", "pgw")
 
 	var force gate.Force
 	switch cmd {
@@ -139,11 +193,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		force, _ = gate.ParseForce(cmd)
 	default:
-		fmt.Fprintf(stderr, "pgw: unknown command %q (legal: status, open, close, reset)\n", cmd)
+		fmt.Fprintf(stderr, "pgw: unknown command %q (legal: status, open, close, reset, help)\n", cmd)
 		return exitUsage
 	}
 	if o.prefix == "" || strings.ContainsAny(o.prefix, "{}") {
-		fmt.Fprintf(stderr, "pgw: invalid -prefix %q (legal: non-empty, without '{' or '}')\n", o.prefix)
+		fmt.Fprintf(stderr, "pgw: invalid %s %q (legal: non-empty, without '{' or '}')\n", o.from["prefix"], o.prefix)
 		return exitUsage
 	}
 
@@ -200,12 +254,27 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// firstOf returns the first non-empty value.
-func firstOf(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
+// help prints the usage, or one command's help, on stdout.
+func help(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		printUsage(fs, stdout)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "pgw help: want at most one command, got %q\n", args)
+		return exitUsage
 	}
-	return ""
+	text, ok := commandHelp[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "pgw help: unknown command %q (legal: status, open, close, reset, help)\n", args[0])
+		return exitUsage
+	}
+	fmt.Fprint(stdout, text)
+	if args[0] != "help" {
+		fmt.Fprintln(stdout, "\nflags (before or after the command):")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return exitOK
 }

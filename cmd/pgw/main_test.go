@@ -238,7 +238,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"open", "CHAT"}, "want SCOPE SOURCE"},
 		{[]string{"-bogus", "status"}, "flag provided but not defined: -bogus"},
 		{[]string{"-prefix", "a{b", "status"}, `invalid -prefix "a{b"`},
-		{[]string{"-redis", "http://x", "status"}, "invalid -redis URL"},
+		{[]string{"-redis", "http://x", "status"}, "invalid -redis: invalid URL scheme"},
+		{[]string{"help", "stats"}, `pgw help: unknown command "stats"`},
 	} {
 		code, out, errOut := pgw(tc.args...)
 		assert.Equal(t, exitUsage, code, "%q", tc.args)
@@ -304,4 +305,69 @@ func TestUsedDrainsTheBucketToNow(t *testing.T) {
 	assert.Equal(t, "≤10", used(str(level), str(stamp), str(r.Unit), 0, stamp+3_000_000), "limit unknown: the last level, an upper bound")
 	assert.Equal(t, "0/60", used(nil, nil, nil, 60, stamp))
 	assert.Equal(t, "-", used(nil, nil, nil, 0, stamp))
+}
+
+func TestHelpCommandPrintsTheUsageOrOneCommands(t *testing.T) {
+	code, out, errOut := pgw("help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "usage: pgw [flags] status")
+	assert.Contains(t, out, "help [COMMAND]")
+	assert.Empty(t, errOut)
+	for _, cmd := range []string{"status", "open", "close", "reset"} {
+		code, out, errOut = pgw("help", cmd)
+		assert.Equal(t, exitOK, code, cmd)
+		assert.Contains(t, out, "usage: pgw [flags] "+cmd, cmd)
+		assert.Contains(t, out, "-redis URL", cmd)
+		assert.Empty(t, errOut, cmd)
+	}
+}
+
+// TestBadValuesNameWhereTheyCameFrom: a bad Redis URL or prefix from the
+// environment is reported under its environment key, not as a flag, and the
+// URL's password is never printed.
+func TestBadValuesNameWhereTheyCameFrom(t *testing.T) {
+	t.Setenv("PGW_REDIS_URL", "redis//:hunter2@127.0.0.1:6379/0")
+	code, out, errOut := pgw("status")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "invalid PGW_REDIS_URL: invalid URL scheme")
+	assert.NotContains(t, errOut, "-redis")
+	assert.NotContains(t, errOut, "hunter2")
+
+	t.Setenv("PGW_REDIS_URL", "redis://:hunter2@127.0.0.1:6379/zero")
+	_, _, errOut = pgw("status")
+	assert.Contains(t, errOut, "invalid PGW_REDIS_URL: invalid database number")
+	assert.NotContains(t, errOut, "hunter2")
+
+	t.Setenv("PGW_REDIS_URL", "")
+	t.Setenv("PGW_REDIS_PREFIX", "a{b")
+	_, _, errOut = pgw("status")
+	assert.Contains(t, errOut, `invalid PGW_REDIS_PREFIX "a{b"`)
+}
+
+// TestCLIOutputHoldsNoSecret plants a marker secret in every secret-bearing
+// key, valid and invalid, and runs the commands: it shows in no output.
+func TestCLIOutputHoldsNoSecret(t *testing.T) {
+	const marker = "MRKcli7Q"
+	for _, env := range []map[string]string{
+		{"PGW_REDIS_URL": "redis://:" + marker + "@127.0.0.1:1/0?dial_timeout=50ms"},
+		{"PGW_REDIS_URL": "redis//:" + marker + "@127.0.0.1:1/0"},
+		{"PGW_REDIS_URL": "redis:/:" + marker + "@h/0"},
+		{"PGW_REDIS_URL": "redis://:" + marker + "@h:1/zero"},
+		{"PGW_REDIS_URL": marker},
+		{"CHAT__SOURCES": "a", "CHAT__A__API_KEY": marker + "\n", "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms"},
+		{"CHAT__SOURCES": "a", "CHAT__A__API_KY": marker, "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms"},
+		{"CHAT__SOURCES": "a", "CHAT__A__BASE_URL": "https//u:" + marker + "@h/v1", "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms"},
+	} {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		for _, args := range [][]string{{"status"}, {"-timeout", "1s", "open", "CHAT", "a"}, {"help"}, {"-h"}} {
+			_, out, errOut := pgw(args...)
+			assert.NotContains(t, out+errOut, marker, "%v %q", env, args)
+		}
+		for k := range env {
+			t.Setenv(k, "")
+		}
+	}
 }

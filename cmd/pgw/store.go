@@ -40,7 +40,11 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 	}
 	opt, err := goredis.ParseURL(o.redisURL)
 	if err != nil {
-		return nil, fmt.Errorf("invalid -redis URL: %v (legal: redis://[[user]:password@]host[:port][/db], rediss://…, unix:///path)", err)
+		// The value is a secret and go-redis's reason may quote part of it:
+		// only the reason's words before the quote are shown.
+		why := strings.TrimPrefix(err.Error(), "redis: ")
+		why, _, _ = strings.Cut(why, ":")
+		return nil, fmt.Errorf("invalid %s: %s (legal: redis://[[user]:password@]host[:port][/db], rediss://…, unix:///path)", o.from["redis"], why)
 	}
 	// Scripts are not idempotent: a lost reply must not apply them twice.
 	opt.MaxRetries = -1

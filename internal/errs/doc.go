@@ -1,5 +1,7 @@
-// Package errs defines pgw's public error types low in the import graph, so
-// that admission, the retry loops and config can return them without
-// importing the root package, which re-exports each with a type alias
-// (errors.As works the same through either name).
+// Package errs defines the errors of the lower packages (admission, the
+// retry loops, config, the transports), low in the import graph so that they
+// need not import the root package. Each mirrors, field for field, a public
+// type of package pgw, which converts the errors it returns to the public
+// types; until then each type's As method lets errors.As reach its public
+// twin (see Public).
 package errs

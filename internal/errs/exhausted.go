@@ -33,11 +33,15 @@ type AllSourcesExhausted struct {
 	// Reason is ReasonQuotaExhausted or ReasonStalled.
 	Reason string
 	// Reasons maps each source to why it was not admitted: "cooldown",
-	// "circuit_open", "rate_limited" or "adaptive_paced".
+	// "circuit_open", "rate_limited", "retry_after" or "adaptive_paced" —
+	// or, for a call stalled while its attempts kept failing, the class
+	// of the source's last failed attempt ("failure", "throttle", …). It
+	// is never empty.
 	Reasons map[string]string
-	// RetryAfter is the certain earliest moment a source could be admitted
-	// (the minimum over the sources' rejections, a spent quota's refill or
-	// an advertised budget's reset); 0 when there is no certain wait.
+	// RetryAfter is the earliest moment, from the error, at which some
+	// source could certainly be admitted, when the rejecting gates know one
+	// (a quota's refill, an advertised budget's reset, an upstream's
+	// Retry-After, a breaker's cooldown); 0 means no certain wait.
 	RetryAfter time.Duration
 	// Last is the error of the call's last attempt when it made any; nil
 	// otherwise. Unwrap returns it.

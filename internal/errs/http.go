@@ -2,6 +2,7 @@ package errs
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,15 +16,59 @@ type HTTPError struct {
 	RetryAfter time.Duration
 	// Message is the upstream's error text, trimmed; never credentials.
 	Message string
+	// Scope and Source name where the failure came from; the gateway fills
+	// them in when the error ends a call.
+	Scope, Source string
+	// Path is the request's URL path, without the query (which may hold a
+	// credential); filled in by the transport when it knows it.
+	Path string
 }
 
 // Error implements the error interface.
 func (e *HTTPError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "upstream http %d", e.StatusCode)
 	if e.RetryAfter > 0 {
-		return fmt.Sprintf("upstream http %d (retry after %v): %s", e.StatusCode, e.RetryAfter, e.Message)
+		fmt.Fprintf(&b, " (retry after %v)", e.RetryAfter)
 	}
-	return fmt.Sprintf("upstream http %d: %s", e.StatusCode, e.Message)
+	sep := " from "
+	for _, p := range [...]struct{ name, v string }{{"scope ", e.Scope}, {"source ", e.Source}, {"path ", e.Path}} {
+		if p.v != "" {
+			b.WriteString(sep + p.name + p.v)
+			sep = ", "
+		}
+	}
+	b.WriteString(": " + e.Message)
+	return b.String()
 }
+
+// HTTPStatus returns StatusCode. The retry classifier recognises any error
+// with HTTPStatus and RetryAfterHint, whichever package defines it.
+func (e *HTTPError) HTTPStatus() int { return e.StatusCode }
+
+// RetryAfterHint returns RetryAfter.
+func (e *HTTPError) RetryAfterHint() time.Duration { return e.RetryAfter }
 
 // Code returns "PGW-HTTP".
 func (e *HTTPError) Code() string { return "PGW-HTTP" }
+
+// Originer is an error that can name the scope and source it came from. The
+// retry loops call WithOrigin on an attempt's error, so that the error that
+// ends a call says where it happened.
+type Originer interface {
+	error
+	// WithOrigin returns a copy of the error naming scope and source, or
+	// the error itself when it names them already.
+	WithOrigin(scope, source string) error
+}
+
+// WithOrigin returns a copy of e naming scope and source; e itself when it
+// names a scope already (it may be shared, so it is never modified).
+func (e *HTTPError) WithOrigin(scope, source string) error {
+	if e == nil || e.Scope != "" || e.Source != "" {
+		return e
+	}
+	c := *e
+	c.Scope, c.Source = scope, source
+	return &c
+}

@@ -121,6 +121,7 @@ type Upstream struct {
 	last    map[Endpoint]Request
 	lastAny Request
 	apiKey  string
+	queries queryCheck // see upstream_query.go
 }
 
 // NewUpstream starts a fake upstream stopped by t.Cleanup.
@@ -149,7 +150,7 @@ func StartUpstream() (u *Upstream, stop func()) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Reply{Status: http.StatusNotFound, Message: "unknown path " + r.URL.Path, Code: "not_found"})
 	})
-	u.srv = httptest.NewServer(mux)
+	u.srv = httptest.NewServer(u.queries.wrap(mux))
 	u.URL = u.srv.URL + "/v1"
 	var once sync.Once
 	return u, func() {

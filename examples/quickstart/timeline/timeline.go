@@ -110,7 +110,7 @@ func (h *handler) Handle(_ context.Context, r slog.Record) error {
 			s += "  (" + roundDur(a["latency"]) + ")"
 		}
 		h.p.line(s)
-	case "pgw: breaker state changed":
+	case "pgw: breaker state changed", "pgw: breaker state change observed (made by another process or an operator)":
 		to := get("state")
 		s := fmt.Sprintf("%s breaker of %s: %s → %s", scope, get("source"), get("from"), to)
 		if to == "open" {

@@ -1,0 +1,56 @@
+package pgw_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw"
+)
+
+// syncBuffer is a bytes.Buffer safe for the gateway's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestGoRedisLogsGoThroughTheGatewayLogger: with Redis down, go-redis's own
+// "failed to dial" lines reach the gateway's logger (at Debug), not stderr,
+// and pgw's warning about the outage is there once.
+func TestGoRedisLogsGoThroughTheGatewayLogger(t *testing.T) {
+	var logs syncBuffer
+	l := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := mustSettings(t, map[string]string{
+		"PGW_BREAKER_BACKEND": "redis", "PGW_REDIS_URL": "redis://:sk-REDIS-PW@127.0.0.1:1/0?dial_timeout=50ms",
+		"PGW_SCOPES": "RERANK", "RERANK__SOURCES": "a",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	gw, err := pgw.New(ctx, *s, pgw.WithLogger(l))
+	require.NoError(t, err, "fail_open starts on local gates")
+	defer gw.Close()
+	_, _ = pgw.Call(context.Background(), gw, "RERANK", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil })
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "msg=\"pgw: go-redis\"") }, 5*time.Second, 10*time.Millisecond,
+		"go-redis's dial failure reached the gateway's logger:\n%s", logs.String())
+	assert.Contains(t, logs.String(), "level=WARN msg=\"pgw: redis unreachable at start")
+	assert.NotContains(t, logs.String(), "sk-REDIS-PW")
+}
