@@ -27,7 +27,9 @@ type sdkError struct {
 	raw        string
 }
 
-func (e *sdkError) Error() string   { return fmt.Sprintf("API error: %d %s", e.StatusCode, http.StatusText(e.StatusCode)) }
+func (e *sdkError) Error() string {
+	return fmt.Sprintf("API error: %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+}
 func (e *sdkError) RawJSON() string { return e.raw }
 
 func newSDKError(status int, h http.Header, raw string) *sdkError {
