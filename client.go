@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -35,6 +36,12 @@ type GatewayClient struct {
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	ownRedis bool
 	httpPool *openai.Client // the default transports' pool, when the gateway made it
+
+	// The governed http.Client's pool (HTTPClient): WithHTTPClient's, or
+	// made at first use and closed by Close.
+	sdkHTTP    *http.Client
+	ownSDKHTTP bool
+	sdkOnce    sync.Once
 
 	life context.Context // cancelled (cause ErrClosed) by Close
 	kill context.CancelCauseFunc
@@ -93,6 +100,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		scopes:  make(map[string]*scope, len(s.Scopes)),
 		log:     o.logger,
 		streams: map[*Stream]struct{}{},
+		sdkHTTP: o.httpClient,
 	}
 	g.life, g.kill = context.WithCancelCause(context.Background())
 
@@ -390,6 +398,10 @@ func (g *GatewayClient) release() error {
 	}
 	if g.httpPool != nil {
 		g.httpPool.CloseIdleConnections()
+	}
+	g.sdkOnce.Do(func() {}) // no pool is made after this
+	if g.ownSDKHTTP {
+		g.sdkHTTP.CloseIdleConnections()
 	}
 	return err
 }

@@ -63,7 +63,9 @@ type StreamSpec[T any] struct {
 
 // OpenStream runs a stream-aware governed call of l's scope: admission, one
 // attempt per round, classification, backoff and fail-over as Run does,
-// until an attempt's stream yields its first item. The stream returned then
+// until an attempt's stream yields its first item; like the chat loop, a
+// source that failed in the call is tried after the others for the rest of
+// it. The stream returned then
 // holds the source's admission (probe lease, permit, pacer slot) until it
 // ends, and records the end: Success at io.EOF or the terminal item, the
 // error's class when the stream fails, Released when the caller closes it
@@ -75,7 +77,7 @@ func OpenStream[T any](ctx context.Context, l *Loop, spec StreamSpec[T]) (*ItemS
 	if spec.Open == nil {
 		return nil, errors.New("pgw/retry: OpenStream with a nil StreamSpec.Open")
 	}
-	s, err := run(ctx, l, spec.EstTokens, l.demote, func(actx context.Context, src config.Source, h *hold) (*ItemStream[T], transport.Usage, error) {
+	s, err := run(ctx, l, spec.EstTokens, true, func(actx context.Context, src config.Source, h *hold) (*ItemStream[T], transport.Usage, error) {
 		return openItems(ctx, actx, l, src, &spec, h)
 	})
 	if err != nil {
