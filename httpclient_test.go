@@ -326,8 +326,11 @@ func TestErrorFromFindsNothingInAPlainError(t *testing.T) {
 type endless struct{}
 
 func (endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = ' '
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], spaces[:])
 	}
-	return len(p), nil
+	return n, nil
 }
+
+var spaces = [4096]byte{' '}
