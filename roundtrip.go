@@ -226,6 +226,9 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 		out.Header = http.Header{}
 	}
 	out.Header.Del("Content-Length")
+	// Left to net/http, which then undoes the compression it asked for: the
+	// body must be read as the upstream meant it (events, usage).
+	out.Header.Del("Accept-Encoding")
 	provider.SetAuth(out.Header, src.Provider, src.APIKey.Reveal())
 	resp, err := a.g.upstreamClient().Do(out)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,30 +40,50 @@ var (
 	chatRequestStream = []byte(`{"model":"bench","messages":[{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`)
 )
 
-// chatUpstream answers chat completions: SSE when the body asks to stream.
-func chatUpstream(b *testing.B) string {
-	b.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Stream bool `json:"stream"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		if body.Stream {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, chatSSEAnswer)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, chatJSONAnswer)
-	}))
-	b.Cleanup(srv.Close)
-	return srv.URL + "/v1"
-}
+// chatHandler answers chat completions: SSE when the body asks to stream.
+var chatHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	if body.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chatSSEAnswer)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, chatJSONAnswer)
+})
 
-func pooledClient(b *testing.B) *http.Client {
+// An upstream is where a leaf's requests go: its base URL and the client
+// (pool) that reaches it.
+type upstream func(b *testing.B) (base string, hc *http.Client)
+
+// loopback is a chat upstream on a loopback httptest server.
+func loopback(b *testing.B) (string, *http.Client) {
+	b.Helper()
+	srv := httptest.NewServer(chatHandler)
+	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
 	b.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr}
+	return srv.URL + "/v1", &http.Client{Transport: tr}
+}
+
+// inMemory answers in the calling goroutine, without a network: what is
+// left of a call is the client's own work, free of the loopback's noise.
+func inMemory(*testing.B) (string, *http.Client) {
+	return "http://upstream.invalid/v1", &http.Client{Transport: memTransport{}}
+}
+
+type memTransport struct{}
+
+func (memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	chatHandler.ServeHTTP(rec, r)
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	return rec.Result(), nil
 }
 
 // sdkPost is what an SDK does: POST JSON, read the whole answer.
@@ -87,7 +108,7 @@ func sdkPost(ctx context.Context, hc *http.Client, url string, body []byte) erro
 	return nil
 }
 
-func chatGateway(b *testing.B, base string) *pgw.GatewayClient {
+func chatGateway(b *testing.B, base string, hc *http.Client) *pgw.GatewayClient {
 	b.Helper()
 	s := pgw.Settings{Scopes: []pgw.ScopeSettings{{
 		Name: pgw.ScopeChat,
@@ -96,7 +117,7 @@ func chatGateway(b *testing.B, base string) *pgw.GatewayClient {
 			RPM: 10_000_000, MaxInFlight: 1024,
 		}},
 	}}}
-	gw, err := pgw.New(context.Background(), s, pgw.WithLogger(discardLogger), pgw.WithHTTPClient(pooledClient(b)))
+	gw, err := pgw.New(context.Background(), s, pgw.WithLogger(discardLogger), pgw.WithHTTPClient(hc))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,28 +128,33 @@ func chatGateway(b *testing.B, base string) *pgw.GatewayClient {
 // sdkLeaves are the calls compared, each on its own upstream and pool.
 var sdkLeaves = []struct {
 	name string
-	make func(b *testing.B) func(context.Context) error
+	make func(b *testing.B, up upstream) func(context.Context) error
 }{
-	{"json/plain", func(b *testing.B) func(context.Context) error {
-		url, hc := chatUpstream(b)+"/chat/completions", pooledClient(b)
+	{"json/plain", func(b *testing.B, up upstream) func(context.Context) error {
+		base, hc := up(b)
+		url := base + "/chat/completions"
 		return func(ctx context.Context) error { return sdkPost(ctx, hc, url, chatRequestJSON) }
 	}},
-	{"json/governed", func(b *testing.B) func(context.Context) error {
-		hc := chatGateway(b, chatUpstream(b)).HTTPClient(pgw.ScopeChat)
+	{"json/governed", func(b *testing.B, up upstream) func(context.Context) error {
+		base, pool := up(b)
+		hc := chatGateway(b, base, pool).HTTPClient(pgw.ScopeChat)
 		url := pgw.SDKBaseURL + "chat/completions"
 		return func(ctx context.Context) error { return sdkPost(ctx, hc, url, chatRequestJSON) }
 	}},
-	{"stream/plain", func(b *testing.B) func(context.Context) error {
-		url, hc := chatUpstream(b)+"/chat/completions", pooledClient(b)
+	{"stream/plain", func(b *testing.B, up upstream) func(context.Context) error {
+		base, hc := up(b)
+		url := base + "/chat/completions"
 		return func(ctx context.Context) error { return sdkPost(ctx, hc, url, chatRequestStream) }
 	}},
-	{"stream/governed", func(b *testing.B) func(context.Context) error {
-		hc := chatGateway(b, chatUpstream(b)).HTTPClient(pgw.ScopeChat)
+	{"stream/governed", func(b *testing.B, up upstream) func(context.Context) error {
+		base, pool := up(b)
+		hc := chatGateway(b, base, pool).HTTPClient(pgw.ScopeChat)
 		url := pgw.SDKBaseURL + "chat/completions"
 		return func(ctx context.Context) error { return sdkPost(ctx, hc, url, chatRequestStream) }
 	}},
-	{"stream/chat", func(b *testing.B) func(context.Context) error {
-		gw := chatGateway(b, chatUpstream(b))
+	{"stream/chat", func(b *testing.B, up upstream) func(context.Context) error {
+		base, pool := up(b)
+		gw := chatGateway(b, base, pool)
 		req := pgw.ChatRequest{Messages: []pgw.Message{{Role: "user", Content: "Say hello"}}}
 		return func(ctx context.Context) error {
 			resp, err := gw.Chat(ctx, req)
@@ -140,34 +166,49 @@ var sdkLeaves = []struct {
 	}},
 }
 
-func BenchmarkSDKClient(b *testing.B) {
-	for _, leaf := range sdkLeaves {
-		b.Run("serial/"+leaf.name, func(b *testing.B) {
-			call := leaf.make(b)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if err := call(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
 	}
-	for _, leaf := range sdkLeaves {
-		b.Run("parallel/"+leaf.name, func(b *testing.B) {
-			call := leaf.make(b)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := call(ctx); err != nil {
-						b.Error(err)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkSDKClient(b *testing.B) {
+	for _, where := range []struct {
+		name string
+		up   upstream
+	}{{"loopback", loopback}, {"memory", inMemory}} {
+		for _, mode := range []string{"serial", "parallel"} {
+			for _, leaf := range sdkLeaves {
+				b.Run(where.name+"/"+mode+"/"+leaf.name, func(b *testing.B) {
+					call := leaf.make(b, where.up)
+					ctx := context.Background()
+					b.ReportAllocs()
+					b.ResetTimer()
+					if mode == "serial" {
+						cpu0 := processCPU()
+						for b.Loop() {
+							if err := call(ctx); err != nil {
+								b.Fatal(err)
+							}
+						}
+						// CPU time, not wall time: on a loaded machine the
+						// wall clock mostly measures waiting for a core.
+						b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 						return
 					}
-				}
-			})
-		})
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if err := call(ctx); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				})
+			}
+		}
 	}
 }

@@ -51,7 +51,7 @@ type Events struct {
 
 // NewEvents reads resp's body as server-sent events.
 func NewEvents(resp *http.Response) *Events {
-	return &Events{Resp: resp, r: bufio.NewReaderSize(resp.Body, 16<<10)}
+	return &Events{Resp: resp, r: bufio.NewReaderSize(resp.Body, 4<<10)}
 }
 
 // Close closes the body.
