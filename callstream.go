@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/pgw-go/pgw/retry"
 )
@@ -83,7 +84,7 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 	if err != nil {
 		return nil, err
 	}
-	var stop func() bool
+	var guard endGuard
 	spec := retry.StreamSpec[T]{Open: open}
 	for _, o := range opts {
 		if o != nil {
@@ -91,9 +92,7 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 		}
 	}
 	spec.OnEnd = func() {
-		if stop != nil {
-			stop()
-		}
+		guard.end()
 		_ = c.end(nil)
 	}
 	ended := false
@@ -108,7 +107,7 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 		return nil, c.end(err)
 	}
 	if st.Held() {
-		stop = context.AfterFunc(c.ctx, func() { _ = st.Close() })
+		guard.arm(c.ctx, func() { _ = st.Close() })
 	}
 	return st, nil
 }
@@ -140,3 +139,30 @@ func (s *iterStream[T]) Recv() (T, error) {
 }
 
 func (s *iterStream[T]) Close() error { return s.it.Close() }
+
+// endGuard ties a held stream to its call: arm makes the call's end (the
+// gateway's Close) close the stream; end, run when the stream ends, undoes
+// that. Either may come first, from different goroutines.
+type endGuard struct {
+	mu    sync.Mutex
+	ended bool
+	stop  func() bool
+}
+
+func (e *endGuard) arm(ctx context.Context, closeStream func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ended {
+		e.stop = context.AfterFunc(ctx, closeStream)
+	}
+}
+
+func (e *endGuard) end() {
+	e.mu.Lock()
+	e.ended = true
+	stop := e.stop
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}

@@ -64,7 +64,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if len(body) > 0 && isJSON(req.Header.Get("Content-Type")) {
 		a.modelStart, a.modelEnd, a.hasModel = sdkhttp.ModelSpan(body)
 	}
-	var stop func() bool
+	var guard endGuard
 	spec := retry.StreamSpec[sdkhttp.Item]{
 		Open:      a.open,
 		First:     func(it sdkhttp.Item) bool { return it.Content },
@@ -73,9 +73,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		Usage:     itemUsage,
 		EstTokens: int64(len(body)+3) / 4,
 		OnEnd: func() {
-			if stop != nil {
-				stop()
-			}
+			guard.end()
 			_ = c.end(nil)
 		},
 	}
@@ -86,7 +84,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	up := st.Items().(sdkhttp.Body).Response()
 	if st.Held() {
 		// Close interrupts the call: its body is closed, the admission given back.
-		stop = context.AfterFunc(c.ctx, func() { _ = st.Close() })
+		guard.arm(c.ctx, func() { _ = st.Close() })
 	}
 	resp := &http.Response{
 		Status:        up.Status,
