@@ -334,3 +334,30 @@ func (endless) Read(p []byte) (int, error) {
 }
 
 var spaces = [4096]byte{' '}
+
+func TestHTTPClientQuotaFullUnderFailFastIsAVerdict(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":                "CHAT",
+		"CHAT__SOURCES":             "only",
+		"CHAT__QUOTA_FULL":          "fail_fast",
+		"CHAT__ONLY__BASE_URL":      up.URL,
+		"CHAT__ONLY__MAX_IN_FLIGHT": "1",
+	})
+	up.Enqueue(testutil.Chat, testutil.Reply{Chunks: []string{"a", "b"}, BeforeChunk: func(ctx context.Context, i int) {
+		if i == 1 {
+			<-ctx.Done()
+		}
+	}})
+	hc := gw.HTTPClient("CHAT")
+	held := post(t, hc, "chat/completions", chatBody(true))
+	require.Equal(t, http.StatusOK, held.StatusCode, "the stream holds the only in-flight slot")
+	resp := post(t, hc, "chat/completions", chatBody(false))
+	assert.Equal(t, pgw.SDKVerdictStatus, resp.StatusCode)
+	assert.Equal(t, pgw.CodeExhausted, resp.Header.Get("X-Pgw-Code"))
+	readBody(t, resp)
+	require.NoError(t, held.Body.Close())
+	again := post(t, hc, "chat/completions", chatBody(false))
+	assert.Equal(t, http.StatusOK, again.StatusCode, "closing the stream gave the slot back")
+	readBody(t, again)
+}
