@@ -13,15 +13,21 @@ BENCH_GO = cd bench && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 # OpenTelemetry package), with the same replace and the same -mod=mod.
 OTEL_GO = cd observe/otel && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 
+# examples/sdk is its own module too (the SDKs are its dependencies, never
+# the library's), with the same replace and the same -mod=mod reason.
+SDK_GO = cd examples/sdk && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
+
 .PHONY: test demo demo-tools demo-otel bench lint cover soak soak-short
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
-## every test of the root module under the race detector. bench/ holds no
+## every test of the root module under the race detector, then the SDK
+## examples' tests (examples/sdk, its own module). bench/ holds no
 ## tests that run here: its benchmarks are for `make bench`.
 test:
 	$(BENCH_GO) vet ./...
 	$(GO) test -race ./...
 	$(OTEL_GO) test -race ./...
+	$(SDK_GO) test -race ./...
 
 ## demo: run the quickstart: governed calls against in-process fake upstreams.
 demo:
@@ -69,6 +75,8 @@ lint:
 	$(BENCH_GO) run $(STATICCHECK) ./...
 	$(OTEL_GO) vet ./...
 	$(OTEL_GO) run $(STATICCHECK) ./...
+	$(SDK_GO) vet ./...
+	$(SDK_GO) run $(STATICCHECK) ./...
 
 ## cover: test with a coverage profile (kept outside the tree) and print the
 ## total; `go tool cover -html=$(COVER_OUT)` shows it line by line.

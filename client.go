@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -37,6 +38,12 @@ type GatewayClient struct {
 	ownRedis bool
 	httpPool *openai.Client    // the default transports' pool, when the gateway made it
 	antPool  *anthropic.Client // the Anthropic transport's pool, when the gateway made it
+
+	// The governed http.Client's pool (HTTPClient): WithHTTPClient's, or
+	// made at first use and closed by Close.
+	sdkHTTP    *http.Client
+	ownSDKHTTP bool
+	sdkOnce    sync.Once
 
 	life context.Context // cancelled (cause ErrClosed) by Close
 	kill context.CancelCauseFunc
@@ -100,6 +107,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		scopes:  make(map[string]*scope, len(s.Scopes)),
 		log:     o.logger,
 		streams: map[*Stream]struct{}{},
+		sdkHTTP: o.httpClient,
 	}
 	g.life, g.kill = context.WithCancelCause(context.Background())
 
@@ -446,6 +454,10 @@ func (g *GatewayClient) release() error {
 	}
 	if g.antPool != nil {
 		g.antPool.CloseIdleConnections()
+	}
+	g.sdkOnce.Do(func() {}) // no pool is made after this
+	if g.ownSDKHTTP {
+		g.sdkHTTP.CloseIdleConnections()
 	}
 	return err
 }

@@ -85,3 +85,16 @@ func TestParseErrorBodies(t *testing.T) {
 	empty := provider.ParseError(config.ProviderOpenAI, 503, nil, "")
 	assert.Equal(t, "Service Unavailable", empty.Message)
 }
+
+func TestErrorJSONParsesBackInEachFormat(t *testing.T) {
+	for _, p := range []config.Provider{config.ProviderOpenAI, config.ProviderAzure, config.ProviderAnthropic} {
+		b := provider.ErrorJSON(p, "pgw_circuit_open", "PGW-CB-OPEN", "circuit open")
+		e := provider.ParseError(p, 424, b, "")
+		assert.Equal(t, "circuit open", e.Message, "provider %q", p)
+		assert.Equal(t, "pgw_circuit_open", e.Type, "provider %q", p)
+		if p != config.ProviderAnthropic {
+			assert.Equal(t, "PGW-CB-OPEN", e.Code)
+		}
+	}
+	assert.JSONEq(t, `{"type":"error","error":{"type":"t","message":"m"}}`, string(provider.ErrorJSON(config.ProviderAnthropic, "t", "c", "m")))
+}

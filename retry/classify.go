@@ -61,11 +61,19 @@ func (c Class) String() string {
 // context.DeadlineExceeded (the source's timeout), connection errors, a cut
 // stream — is Failure.
 //
+// Errors of client libraries are understood without mapping code: any
+// error that carries an HTTP status (StatusOf: a StatusError, or an SDK
+// error with a Response *http.Response or StatusCode field) is classified by
+// that status, and one that says the quota is spent is Fatal.
+//
 // The loops check the caller's own ctx before classifying: a call whose ctx
 // is done returns ctx.Err() whatever the attempt said.
 func Classify(err error) Class {
 	if err == nil {
 		return Success
+	}
+	if c, ok := classifyStatusError(err); ok {
+		return c
 	}
 	var he HTTPStatusError
 	if errors.As(err, &he) {

@@ -374,6 +374,11 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		outcome = observe.OutcomeCanceled
 		return zero, Canceled, ctx.Err()
 	}
+	if d, ok := AsHTTPError(err, src.Provider, src.APIKey.Reveal(), l.clock.Now()); ok {
+		// An SDK's error: described as an upstream HTTP failure so that its
+		// Retry-After holds the source off; errors.As still reaches it.
+		err = d
+	}
 	class = l.classify(err)
 	res = resultOf(class)
 	if class == Success {

@@ -1,0 +1,168 @@
+package pgw
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/pgw-go/pgw/retry"
+)
+
+// Streamer is a stream that a CallStream function opens on one source: Recv
+// returns its items until io.EOF (or the error that cut it); Close releases
+// it and may be called from another goroutine to abort a Recv. Adapt an
+// SDK's Next/Current/Err stream with FromIterator.
+type Streamer[T any] = retry.Items[T]
+
+// ItemStream is a governed stream (CallStream): Recv returns items until
+// io.EOF or the error that cut the stream; Source, Usage and Held tell which
+// source answers, the tokens reported so far and whether the admission is
+// still held. Close must be called (a second Close does nothing); it may be
+// called from another goroutine to abort a Recv.
+type ItemStream[T any] = retry.ItemStream[T]
+
+// StreamOption tunes CallStream.
+type StreamOption[T any] func(*retry.StreamSpec[T])
+
+// FirstItem sets what counts as the stream's first item: until one
+// arrives, CallStream retries and fails over; the items before it are
+// delivered first. Without it, any item is the first. For a chat stream,
+// pass a test for "carries content" so that a role-only opening chunk does
+// not end the retries.
+func FirstItem[T any](first func(item T) bool) StreamOption[T] {
+	return func(s *retry.StreamSpec[T]) { s.First = first }
+}
+
+// TerminalItem sets what counts as the stream's last item: once the caller
+// has it the call is a success, even if the caller closes before io.EOF.
+// Without it, only io.EOF ends a stream successfully.
+func TerminalItem[T any](terminal func(item T) bool) StreamOption[T] {
+	return func(s *retry.StreamSpec[T]) { s.Terminal = terminal }
+}
+
+// ItemUsage reads the token usage an item reports (ok false when it reports
+// none); non-zero fields replace those seen before, and the last usage
+// settles the source's token quota at the stream's end.
+func ItemUsage[T any](usage func(item T) (u Usage, ok bool)) StreamOption[T] {
+	return func(s *retry.StreamSpec[T]) { s.Usage = usage }
+}
+
+// EstimateTokens reserves n tokens of the source's token quota for the call
+// until its usage settles it (default 0).
+func EstimateTokens[T any](n int64) StreamOption[T] {
+	return func(s *retry.StreamSpec[T]) { s.EstTokens = max(n, 0) }
+}
+
+// CallStream runs a stream-aware governed call in scope. open is one
+// attempt: it opens a stream on src and returns it (an error that carries
+// an HTTP status — a *HTTPError or an SDK's error — is classified as Call
+// classifies it). CallStream reads ahead to the stream's first item
+// (FirstItem); until it arrives an error, a cut or an error return retries
+// and fails over under the scope's admission, backoff and budget. Then the
+// stream is returned and holds its source's admission (probe lease, quota
+// permit, pacer slot) until it ends: Success at io.EOF or the terminal
+// item (TerminalItem), a failure of the error's class when it is cut,
+// Released when the caller closes it early; ItemUsage settles the tokens.
+//
+// ctx bounds the whole stream, and so does the attempt's ctx that open
+// receives (its source's TIMEOUT_S): open must tie the stream to that ctx.
+// A stream that ended within the read-ahead holds nothing once CallStream
+// returns. Close on the gateway closes open streams.
+func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, open func(ctx context.Context, src Source) (Streamer[T], error), opts ...StreamOption[T]) (*ItemStream[T], error) {
+	if gw == nil {
+		return nil, errors.New("pgw: CallStream with a nil *GatewayClient")
+	}
+	if open == nil {
+		return nil, errors.New("pgw: CallStream with a nil open function")
+	}
+	sc, err := gw.scope(scope)
+	if err != nil {
+		return nil, err
+	}
+	c, err := gw.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var guard endGuard
+	spec := retry.StreamSpec[T]{Open: open}
+	for _, o := range opts {
+		if o != nil {
+			o(&spec)
+		}
+	}
+	spec.OnEnd = func() {
+		guard.end()
+		_ = c.end(nil)
+	}
+	ended := false
+	defer func() {
+		if !ended { // open panicked: release the call, let the panic go on
+			_ = c.end(nil)
+		}
+	}()
+	st, err := retry.OpenStream(c.ctx, sc.loop, spec)
+	ended = true
+	if err != nil {
+		return nil, c.end(err)
+	}
+	if st.Held() {
+		guard.arm(c.ctx, func() { _ = st.Close() })
+	}
+	return st, nil
+}
+
+// Iterator is the shape of the streams of openai-go and anthropic-sdk-go
+// (ssestream.Stream): Next advances and reports whether there is an item,
+// Current returns it, Err the error that stopped Next (nil at a clean end).
+type Iterator[T any] interface {
+	Next() bool
+	Current() T
+	Err() error
+	Close() error
+}
+
+// FromIterator adapts an SDK stream to a Streamer for CallStream.
+func FromIterator[T any](it Iterator[T]) Streamer[T] { return &iterStream[T]{it: it} }
+
+type iterStream[T any] struct{ it Iterator[T] }
+
+func (s *iterStream[T]) Recv() (T, error) {
+	if s.it.Next() {
+		return s.it.Current(), nil
+	}
+	var zero T
+	if err := s.it.Err(); err != nil {
+		return zero, err
+	}
+	return zero, io.EOF
+}
+
+func (s *iterStream[T]) Close() error { return s.it.Close() }
+
+// endGuard ties a held stream to its call: arm makes the call's end (the
+// gateway's Close) close the stream; end, run when the stream ends, undoes
+// that. Either may come first, from different goroutines.
+type endGuard struct {
+	mu    sync.Mutex
+	ended bool
+	stop  func() bool
+}
+
+func (e *endGuard) arm(ctx context.Context, closeStream func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ended {
+		e.stop = context.AfterFunc(ctx, closeStream)
+	}
+}
+
+func (e *endGuard) end() {
+	e.mu.Lock()
+	e.ended = true
+	stop := e.stop
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}

@@ -1,0 +1,260 @@
+package sdkhttp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// MaxEvent bounds one server-sent event; a longer one cuts the stream.
+const MaxEvent = 8 << 20
+
+// ErrNoTerminalEvent is the failure of an event stream that ended without
+// its terminal event ("data: [DONE]", message_stop, response.completed …):
+// the answer was cut.
+var ErrNoTerminalEvent = errors.New("the event stream ended without its terminal event")
+
+// Item is one piece of an answer's body as the caller will read it: a whole
+// server-sent event (its blank line included), a whole JSON answer, or a
+// chunk of any other body.
+type Item struct {
+	// Raw are the bytes, exactly as the upstream sent them.
+	Raw []byte
+	// Content reports whether the item carries part of the answer (text,
+	// a tool call, a finish reason) rather than a preamble (a role-only
+	// chunk, message_start, ping, a comment).
+	Content bool
+	// Terminal reports whether the item ends the answer.
+	Terminal bool
+	// Err is the error an error event reports.
+	Err error
+	// Usage is the token usage the item reports, if any.
+	Usage *transport.Usage
+}
+
+// Events reads a text/event-stream body one event at a time. Recv returns
+// io.EOF after the terminal event, and ErrNoTerminalEvent (wrapped) when the
+// body ends without one. Not safe for concurrent use, except Close.
+type Events struct {
+	Resp    *http.Response
+	r       *bufio.Reader
+	started bool
+	ended   bool
+}
+
+// NewEvents reads resp's body as server-sent events.
+func NewEvents(resp *http.Response) *Events {
+	return &Events{Resp: resp, r: bufio.NewReaderSize(resp.Body, 4<<10)}
+}
+
+// Close closes the body.
+func (e *Events) Close() error { return e.Resp.Body.Close() }
+
+// Recv returns the next event.
+func (e *Events) Recv() (Item, error) {
+	if e.ended {
+		return Item{}, io.EOF
+	}
+	var raw []byte
+	var data [][]byte
+	var name []byte
+	for {
+		line, err := e.r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: gather it whole.
+			buf := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(raw)+len(buf) <= MaxEvent {
+				line, err = e.r.ReadSlice('\n')
+				buf = append(buf, line...)
+			}
+			line = buf
+		}
+		if len(raw)+len(line) > MaxEvent {
+			return Item{}, fmt.Errorf("a server-sent event longer than %d bytes", MaxEvent)
+		}
+		raw = append(raw, line...)
+		if err != nil {
+			if err == io.EOF {
+				if len(bytes.TrimSpace(raw)) == 0 {
+					return Item{}, fmt.Errorf("%w", ErrNoTerminalEvent)
+				}
+				// The last event lacks its blank line: deliver it, and let
+				// the next Recv decide.
+				return e.item(raw, name, data), nil
+			}
+			return Item{}, err
+		}
+		field := bytes.TrimRight(line, "\r\n")
+		if len(field) == 0 {
+			if len(data) == 0 && len(name) == 0 {
+				// Comments or stray blank lines: part of the next event.
+				if len(bytes.TrimSpace(raw)) == 0 || bytes.HasPrefix(bytes.TrimSpace(raw), []byte(":")) {
+					return Item{Raw: raw}, nil
+				}
+				continue
+			}
+			return e.item(raw, name, data), nil
+		}
+		switch {
+		case bytes.HasPrefix(field, []byte("data:")):
+			data = append(data, trimOneSpace(field[len("data:"):]))
+		case bytes.HasPrefix(field, []byte("event:")):
+			name = bytes.TrimSpace(field[len("event:"):])
+		}
+	}
+}
+
+func trimOneSpace(b []byte) []byte {
+	if len(b) > 0 && b[0] == ' ' {
+		return b[1:]
+	}
+	return b
+}
+
+// terminalTypes are the event names (or data "type"s) that end an answer.
+var terminalTypes = map[string]bool{
+	"message_stop":        true, // Anthropic Messages
+	"response.completed":  true, // OpenAI Responses
+	"response.incomplete": true,
+}
+
+// errorTypes are the event names (or data "type"s) that report a failure.
+var errorTypes = map[string]bool{
+	"error":           true,
+	"response.failed": true,
+}
+
+// eventJSON is what an event's data says about its kind and usage.
+type eventJSON struct {
+	Type     string                      `json:"type"`
+	Error    json.RawMessage             `json:"error"`
+	Usage    *usageJSON                  `json:"usage"`
+	Message  *struct{ Usage *usageJSON } `json:"message"`
+	Response *struct {
+		Usage *usageJSON      `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	} `json:"response"`
+}
+
+func (e *Events) item(raw, name []byte, data [][]byte) Item {
+	it := Item{Raw: raw}
+	d := bytes.Join(data, []byte("\n"))
+	if len(data) == 0 {
+		return it
+	}
+	if bytes.Equal(bytes.TrimSpace(d), []byte("[DONE]")) {
+		it.Terminal, e.ended = true, true
+		return it
+	}
+	var ev eventJSON
+	isJSON := json.Unmarshal(d, &ev) == nil
+	kind := string(name)
+	if kind == "" {
+		kind = ev.Type
+	}
+	switch {
+	case errorTypes[kind] || isJSON && len(ev.Error) > 0 && !bytes.Equal(ev.Error, []byte("null")):
+		errBody := ev.Error
+		if ev.Response != nil && len(ev.Response.Error) > 0 {
+			errBody = ev.Response.Error
+		}
+		it.Err, it.Terminal, e.ended = eventError(errBody), true, true
+		return it
+	case terminalTypes[kind]:
+		it.Terminal, e.ended = true, true
+	}
+	if isJSON {
+		it.Usage = eventUsage(&ev)
+	}
+	if !e.started {
+		it.Content = !isJSON && len(bytes.TrimSpace(d)) > 0 || isJSON && carriesContent(d)
+		e.started = it.Content
+	} else {
+		it.Content = true
+	}
+	return it
+}
+
+// eventError turns an error event's error object into the failure it
+// reports: a rate limit is a 429, an overload a 529, anything else a 500 —
+// the answer failed upstream after its headers said 200.
+func eventError(body json.RawMessage) error {
+	var obj struct {
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(body, &obj)
+	status := http.StatusInternalServerError
+	code := fmt.Sprint(obj.Code)
+	switch {
+	case obj.Type == "rate_limit_error" || code == "rate_limit_exceeded":
+		status = http.StatusTooManyRequests
+	case obj.Type == "overloaded_error":
+		status = 529
+	}
+	msg := obj.Message
+	if msg == "" {
+		msg = "an error event in the stream"
+	}
+	if obj.Type != "" {
+		msg += " (" + obj.Type + ")"
+	}
+	return &errs.HTTPError{StatusCode: status, Message: "in the stream: " + msg}
+}
+
+// contentKeys hold a piece of the answer when their value is a non-empty
+// string.
+var contentKeys = map[string]bool{
+	"content": true, "text": true, "delta": true, "arguments": true, "partial_json": true,
+	"refusal": true, "thinking": true, "finish_reason": true, "stop_reason": true,
+	"transcript": true, "b64_json": true,
+}
+
+// carriesContent reports whether a JSON event carries part of the answer:
+// a non-empty string under one of contentKeys, or a non-empty tool_calls
+// list, at any depth (usage objects excepted).
+func carriesContent(d []byte) bool {
+	var v any
+	if json.Unmarshal(d, &v) != nil {
+		return true
+	}
+	return contentIn(v, 0)
+}
+
+func contentIn(v any, depth int) bool {
+	if depth > 16 {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if k == "usage" {
+				continue
+			}
+			if s, ok := val.(string); ok && s != "" && contentKeys[k] {
+				return true
+			}
+			if l, ok := val.([]any); ok && k == "tool_calls" && len(l) > 0 {
+				return true
+			}
+			if contentIn(val, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if contentIn(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,246 @@
+package retry
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/provider"
+)
+
+// StatusError is implemented by an error that carries an upstream HTTP
+// answer's status and headers. Classify reads it anywhere in an error's
+// chain, so a client library's error type needs no mapping code: implement
+// these two methods, or carry the answer in an exported field (see
+// StatusOf).
+type StatusError interface {
+	error
+	// HTTPStatus returns the upstream's HTTP status code.
+	HTTPStatus() int
+	// HTTPHeader returns the upstream answer's headers (nil when unknown).
+	HTTPHeader() http.Header
+}
+
+// quotaError is implemented by errors that know whether the upstream said
+// its quota or credit is spent (a lasting condition, unlike a rate limit).
+type quotaError interface {
+	InsufficientQuota() bool
+}
+
+// StatusOf finds the HTTP status and headers that err, or an error in its
+// chain, carries:
+//
+//   - a StatusError;
+//   - an exported field Response *http.Response that is set — the API
+//     errors of github.com/openai/openai-go and
+//     github.com/anthropics/anthropic-sdk-go are of this kind;
+//   - an exported int field StatusCode or HTTPStatusCode that is not zero,
+//     with the headers of an exported http.Header field Header when there is
+//     one — github.com/sashabaranov/go-openai's APIError and RequestError
+//     (which carry no headers, so their Retry-After is unknown).
+//
+// The fields are found by reflection once per error type. A *HTTPError of
+// pgw is not read here: Classify handles it first.
+func StatusOf(err error) (status int, h http.Header, ok bool) {
+	var found bool
+	walk(err, func(e error) bool {
+		if se, isSE := e.(StatusError); isSE {
+			status, h, found = se.HTTPStatus(), se.HTTPHeader(), se.HTTPStatus() > 0
+			return found
+		}
+		status, h, found = statusFields(e)
+		return found
+	})
+	return status, h, found
+}
+
+// ResponseOf returns the *http.Response that an error in err's chain carries
+// in an exported field Response, or nil.
+func ResponseOf(err error) *http.Response {
+	var resp *http.Response
+	walk(err, func(e error) bool {
+		v, ok := structOf(e)
+		if !ok {
+			return false
+		}
+		f := fieldsOf(v.Type())
+		if f.response < 0 {
+			return false
+		}
+		resp, _ = v.Field(f.response).Interface().(*http.Response)
+		return resp != nil
+	})
+	return resp
+}
+
+// AsHTTPError describes an error that carries an upstream HTTP status
+// (StatusOf) as a *errs.HTTPError: its status, its Retry-After read from the
+// headers (every form provider.RetryAfter knows, relative to now), and its
+// message — the provider's error body when the error exposes it through a
+// RawJSON() string method (openai-go, anthropic-sdk-go), else the error's
+// text — with key redacted. The result's chain holds both the description
+// and err, so errors.As reaches the library's own type as before. It
+// returns false when err already holds a *errs.HTTPError or no status.
+func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var he HTTPStatusError // pgw's own HTTPError needs no description
+	if errors.As(err, &he) {
+		return nil, false
+	}
+	status, h, ok := StatusOf(err)
+	if !ok {
+		return nil, false
+	}
+	d := &errs.HTTPError{StatusCode: status}
+	if h != nil {
+		d.RetryAfter, _ = provider.RetryAfter(h, now)
+	}
+	var body provider.ErrorBody
+	var raw interface{ RawJSON() string }
+	if errors.As(err, &raw) && strings.TrimSpace(raw.RawJSON()) != "" {
+		body = provider.ParseError(p, status, []byte(raw.RawJSON()), key)
+		d.Message = body.Text()
+	} else {
+		d.Message = provider.ParseError(p, status, []byte(err.Error()), key).Message
+	}
+	return &describedError{desc: d, err: err, quota: body.InsufficientQuota()}, true
+}
+
+// describedError is an SDK error with pgw's description of it.
+type describedError struct {
+	desc  *errs.HTTPError
+	err   error
+	quota bool
+}
+
+func (e *describedError) Error() string           { return e.err.Error() }
+func (e *describedError) Unwrap() []error         { return []error{e.desc, e.err} }
+func (e *describedError) InsufficientQuota() bool { return e.quota }
+
+// classifyStatusError classifies errors that carry an HTTP status without a
+// *errs.HTTPError, and errors that say the quota is spent.
+func classifyStatusError(err error) (Class, bool) {
+	var qe quotaError
+	if errors.As(err, &qe) && qe.InsufficientQuota() {
+		return Fatal, true
+	}
+	var he HTTPStatusError // pgw's own HTTPError: Classify reads it itself
+	if errors.As(err, &he) {
+		return 0, false
+	}
+	status, _, ok := StatusOf(err)
+	if !ok {
+		return 0, false
+	}
+	msg := err.Error()
+	var raw interface{ RawJSON() string }
+	if errors.As(err, &raw) {
+		if provider.ParseError(config.ProviderOpenAI, status, []byte(raw.RawJSON()), "").InsufficientQuota() {
+			return Fatal, true
+		}
+		msg += " " + raw.RawJSON()
+	}
+	return classifyStatus(status, msg), true
+}
+
+// walk calls visit on err and every error in its chain (both Unwrap forms),
+// depth first, until visit returns true.
+func walk(err error, visit func(error) bool) bool {
+	for depth := 0; err != nil && depth < 32; depth++ {
+		if visit(err) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if walk(e, visit) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// statusFields reads an error's status fields.
+func statusFields(e error) (int, http.Header, bool) {
+	v, ok := structOf(e)
+	if !ok {
+		return 0, nil, false
+	}
+	f := fieldsOf(v.Type())
+	if f.response >= 0 {
+		if resp, _ := v.Field(f.response).Interface().(*http.Response); resp != nil && resp.StatusCode > 0 {
+			return resp.StatusCode, resp.Header, true
+		}
+	}
+	if f.status < 0 {
+		return 0, nil, false
+	}
+	status := int(v.Field(f.status).Int())
+	if status <= 0 {
+		return 0, nil, false
+	}
+	var h http.Header
+	if f.header >= 0 {
+		h, _ = v.Field(f.header).Interface().(http.Header)
+	}
+	return status, h, true
+}
+
+func structOf(e error) (reflect.Value, bool) {
+	v := reflect.ValueOf(e)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return reflect.Value{}, false
+		}
+		v = v.Elem()
+	}
+	return v, v.Kind() == reflect.Struct
+}
+
+// statusFieldSet is where an error type keeps its status, headers and
+// response; -1 when it has no such field.
+type statusFieldSet struct{ status, header, response int }
+
+var fieldCache sync.Map // reflect.Type → statusFieldSet
+
+var (
+	responseType = reflect.TypeFor[*http.Response]()
+	headerType   = reflect.TypeFor[http.Header]()
+)
+
+func fieldsOf(t reflect.Type) statusFieldSet {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(statusFieldSet)
+	}
+	f := statusFieldSet{status: -1, header: -1, response: -1}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		switch {
+		case sf.Name == "Response" && sf.Type == responseType:
+			f.response = i
+		case (sf.Name == "StatusCode" || sf.Name == "HTTPStatusCode") && sf.Type.Kind() == reflect.Int && f.status < 0:
+			f.status = i
+		case sf.Name == "Header" && sf.Type == headerType:
+			f.header = i
+		}
+	}
+	fieldCache.Store(t, f)
+	return f
+}

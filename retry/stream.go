@@ -1,0 +1,317 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/observe"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// Items is a stream an attempt opens on one source: Recv returns items until
+// io.EOF or an error; Close releases it. Close may be called from another
+// goroutine to abort a Recv.
+type Items[T any] interface {
+	Recv() (T, error)
+	Close() error
+}
+
+// MaxReadAhead bounds how many items a stream-aware call holds back while it
+// waits for the stream's first item (StreamSpec.First): a stream that sends
+// that many items without one is handed over as it is, so that a chatty
+// preamble cannot grow without bound.
+const MaxReadAhead = 256
+
+// StreamSpec describes a stream-aware governed call (OpenStream). Open is
+// required; every other zero field means its default.
+type StreamSpec[T any] struct {
+	// Open opens the stream on src. ctx is the attempt's: it carries the
+	// source's timeout, which bounds the whole stream, and it stays alive
+	// until the stream ends.
+	Open func(ctx context.Context, src config.Source) (Items[T], error)
+	// First reports whether item is the stream's first item: until one
+	// arrives the call retries and fails over; after it the stream is the
+	// caller's and a failure is no longer retried. Items before it are held
+	// back and delivered first, in order. nil means any item.
+	First func(item T) bool
+	// Terminal reports whether item is the stream's last: once the caller
+	// has it, the call is recorded as a success, even if the caller closes
+	// before io.EOF. nil means only io.EOF ends a stream successfully.
+	Terminal func(item T) bool
+	// Failed returns the upstream error an item reports (an error event in
+	// the stream), nil for an ordinary item. Before the first item it fails
+	// the attempt; after it the item is delivered and the call recorded with
+	// the error's class.
+	Failed func(item T) error
+	// Usage returns the token usage an item reports; its non-zero fields
+	// replace those seen before. The last usage settles the quota.
+	Usage func(item T) (transport.Usage, bool)
+	// EstTokens is reserved with the quota and settled to the usage.
+	EstTokens int64
+	// OnEnd, when set, runs once when the call no longer holds an
+	// admission: when the stream ends (io.EOF, its terminal item, an error
+	// or Close), or before OpenStream returns a stream that was complete
+	// already. It does not run when OpenStream returns an error.
+	OnEnd func()
+}
+
+// OpenStream runs a stream-aware governed call of l's scope: admission, one
+// attempt per round, classification, backoff and fail-over as Run does,
+// until an attempt's stream yields its first item; like the chat loop, a
+// source that failed in the call is tried after the others for the rest of
+// it. The stream returned then
+// holds the source's admission (probe lease, permit, pacer slot) until it
+// ends, and records the end: Success at io.EOF or the terminal item, the
+// error's class when the stream fails, Released when the caller closes it
+// early or its ctx is cancelled. Close must be called.
+//
+// A stream that ended within the read-ahead (a whole answer in one item, an
+// empty stream) is recorded at once and holds nothing.
+func OpenStream[T any](ctx context.Context, l *Loop, spec StreamSpec[T]) (*ItemStream[T], error) {
+	if spec.Open == nil {
+		return nil, errors.New("pgw/retry: OpenStream with a nil StreamSpec.Open")
+	}
+	s, err := run(ctx, l, spec.EstTokens, true, func(actx context.Context, src config.Source, h *hold) (*ItemStream[T], transport.Usage, error) {
+		return openItems(ctx, actx, l, src, &spec, h)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.ticket == nil && spec.OnEnd != nil {
+		spec.OnEnd()
+	}
+	return s, nil
+}
+
+// openItems is one attempt of a stream-aware call: open the stream and read
+// ahead to its first item.
+func openItems[T any](ctx, actx context.Context, l *Loop, src config.Source, spec *StreamSpec[T], h *hold) (*ItemStream[T], transport.Usage, error) {
+	s := &ItemStream[T]{l: l, ctx: ctx, spec: spec, source: src.Name}
+	items, err := spec.Open(actx, src)
+	if err != nil {
+		if items != nil {
+			_ = items.Close()
+		}
+		return nil, transport.Usage{}, err
+	}
+	if items == nil {
+		return nil, transport.Usage{}, fmt.Errorf("pgw/retry: source %q: the stream's Open returned neither a stream nor an error", src.Name)
+	}
+	s.items = items
+	for {
+		it, err := items.Recv()
+		if err == io.EOF {
+			// A clean end within the read-ahead: the answer is whole.
+			s.end = io.EOF
+			break
+		}
+		if err != nil {
+			s.closeItems()
+			return nil, transport.Usage{}, err
+		}
+		if spec.Failed != nil {
+			if ferr := spec.Failed(it); ferr != nil {
+				s.closeItems()
+				return nil, transport.Usage{}, ferr
+			}
+		}
+		s.note(it)
+		s.ahead = append(s.ahead, it)
+		if spec.Terminal != nil && spec.Terminal(it) {
+			// The answer is whole: read on to the end so that the stream
+			// holds nothing once the attempt returns. Anything after the
+			// terminal item is not part of the answer.
+			for len(s.ahead) < 2*MaxReadAhead {
+				it, err := items.Recv()
+				if err != nil {
+					break
+				}
+				s.note(it)
+				s.ahead = append(s.ahead, it)
+			}
+			s.end = io.EOF
+			break
+		}
+		if spec.First == nil || spec.First(it) || len(s.ahead) >= MaxReadAhead {
+			break
+		}
+	}
+	h.rep.firstChunk()
+	if s.end == io.EOF {
+		// Complete within the read-ahead: the loop records the success and
+		// gives the admission back as the attempt returns.
+		s.closeItems()
+		s.done.Store(true)
+		return s, s.Usage(), nil
+	}
+	t, cancel := h.keep()
+	s.ticket, s.rep, s.cancel = t, h.rep, cancel
+	return s, transport.Usage{}, nil
+}
+
+// ItemStream is a governed stream (OpenStream): Recv returns the items read
+// ahead, then the source's, until io.EOF or the error that cut the stream —
+// which is not retried, since the caller already has items. Close may be
+// called from another goroutine to abort a Recv, and more than once. Recv is
+// not safe for concurrent use.
+type ItemStream[T any] struct {
+	l      *Loop
+	ctx    context.Context // the caller's: tells a cancellation from a failure
+	spec   *StreamSpec[T]
+	source string
+	items  Items[T]
+	ticket *admission.Ticket // nil when the stream was complete at open
+	rep    *attemptReport    // nil without an observer
+	cancel context.CancelFunc
+	ahead  []T
+	end    error // io.EOF or the inner stream's error, once it ended
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu    sync.Mutex // usage: Close may read it while Recv writes it
+	usage transport.Usage
+	done  atomic.Bool
+}
+
+// Source returns the name of the source that answers.
+func (s *ItemStream[T]) Source() string { return s.source }
+
+// Items returns the stream the winning attempt opened, for what it carries
+// besides its items (an HTTP response's status and headers).
+func (s *ItemStream[T]) Items() Items[T] { return s.items }
+
+// Usage returns the token usage reported so far.
+func (s *ItemStream[T]) Usage() transport.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
+
+// Held reports whether the stream still holds its source's admission.
+func (s *ItemStream[T]) Held() bool { return !s.done.Load() }
+
+// Recv returns the next item, io.EOF at the end, or the error that cut the
+// stream. The stream's end gives the admission back.
+func (s *ItemStream[T]) Recv() (T, error) {
+	var zero T
+	if len(s.ahead) > 0 {
+		it := s.ahead[0]
+		s.ahead[0] = zero
+		s.ahead = s.ahead[1:]
+		s.deliver(it)
+		return it, nil
+	}
+	if s.end != nil {
+		if s.end == io.EOF {
+			s.succeed()
+		}
+		return zero, s.end
+	}
+	it, err := s.items.Recv()
+	switch {
+	case err == nil:
+		s.note(it)
+		s.deliver(it)
+		return it, nil
+	case err == io.EOF:
+		s.end = io.EOF
+		s.succeed()
+		return zero, io.EOF
+	}
+	s.end = err
+	s.fail(err)
+	return zero, err
+}
+
+// Close releases the stream. Closing before its end gives the admission back
+// as Released: an abandoned answer says nothing about the source.
+func (s *ItemStream[T]) Close() error {
+	err := s.closeItems()
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
+	return err
+}
+
+// deliver records the end a delivered item marks, if any.
+func (s *ItemStream[T]) deliver(it T) {
+	if s.done.Load() {
+		return
+	}
+	if s.spec.Failed != nil {
+		if err := s.spec.Failed(it); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	if s.spec.Terminal != nil && s.spec.Terminal(it) {
+		s.succeed()
+	}
+}
+
+func (s *ItemStream[T]) succeed() {
+	s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
+}
+
+func (s *ItemStream[T]) fail(err error) {
+	if s.ctx.Err() != nil {
+		s.finish(admission.Result{Outcome: released}, observe.OutcomeCanceled, err)
+		return
+	}
+	class := s.l.classify(err)
+	if class == Success {
+		class = Failure // an error that cut a stream is never its success
+	}
+	s.finish(resultOf(class), outcomeOf(class), err)
+}
+
+func (s *ItemStream[T]) note(it T) {
+	if s.spec.Usage == nil {
+		return
+	}
+	u, ok := s.spec.Usage(it)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u.PromptTokens > 0 {
+		s.usage.PromptTokens = u.PromptTokens
+	}
+	if u.CompletionTokens > 0 {
+		s.usage.CompletionTokens = u.CompletionTokens
+	}
+	if u.TotalTokens > 0 {
+		s.usage.TotalTokens = u.TotalTokens
+	}
+}
+
+// finish gives the admission back once, ends the stream's ctx and runs
+// OnEnd. With an observer it reports the attempt, then gives back (so a
+// state change the outcome causes follows it), then the call's result.
+func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
+	if !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	usage := s.Usage()
+	s.rep.end(outcome, err, usage)
+	_ = s.ticket.Done(s.ctx, r)
+	s.cancel()
+	if s.rep != nil {
+		s.rep.r.end(streamResult(s.ctx, outcome), err)
+	}
+	if s.spec.OnEnd != nil {
+		s.spec.OnEnd()
+	}
+}
+
+// closeItems closes the inner stream once.
+func (s *ItemStream[T]) closeItems() error {
+	s.closeOnce.Do(func() { s.closeErr = s.items.Close() })
+	return s.closeErr
+}
