@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -34,7 +35,8 @@ type GatewayClient struct {
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	ownRedis bool
-	httpPool *openai.Client // the default transports' pool, when the gateway made it
+	writer   *admission.Writer // gives back outcomes off the callers' path; nil without redis
+	httpPool *openai.Client    // the default transports' pool, when the gateway made it
 
 	life context.Context // cancelled (cause ErrClosed) by Close
 	kill context.CancelCauseFunc
@@ -106,6 +108,12 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			}
 			g.redis, g.ownRedis = rc, true
 		}
+		w, err := admission.NewWriter(admission.WriterConfig{Logger: o.logger})
+		if err != nil {
+			g.release()
+			return nil, err
+		}
+		g.writer = w
 	}
 	fail := func(err error) (*GatewayClient, error) {
 		g.release()
@@ -154,6 +162,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			Backoff:  o.backoff,
 			Logger:   o.logger,
 			Observer: obs,
+			Writer:   g.writer,
 		}
 		if sc.Name == ScopeChat {
 			p, err := newPacer(sc)
@@ -379,10 +388,22 @@ func (g *GatewayClient) Close() error {
 	return g.closeErr
 }
 
+// writerCloseBound is how long Close lets the outcome writer flush: the
+// outcomes queued when the last call ended get one write timeout, then the
+// rest are dropped (their leases expire by themselves).
+const writerCloseBound = admission.DefaultWriterTimeout + time.Second
+
 // release closes what the gateway created.
 func (g *GatewayClient) release() error {
 	g.kill(ErrClosed)
 	var err error
+	if g.writer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), writerCloseBound)
+		if e := g.writer.Close(ctx); e != nil {
+			g.log.Warn("pgw: closing the outcome writer", "err", e.Error())
+		}
+		cancel()
+	}
 	if g.ownRedis && g.redis != nil {
 		if e := g.redis.Close(); e != nil && !errors.Is(e, goredis.ErrClosed) {
 			err = fmt.Errorf("pgw: closing the redis client: %w", e)

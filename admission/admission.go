@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
@@ -67,6 +69,11 @@ type Config struct {
 	// called synchronously, outside every lock: wrap a slow one in
 	// observe.Async.
 	Observer observe.Observer
+	// Writer gives back the tickets' outcomes off the callers' goroutines
+	// (see Writer); nil means Ticket.Done gives back on the caller's
+	// goroutine, which suits gates that live in the process. Share one
+	// Writer between the admissions of a gateway.
+	Writer *Writer
 }
 
 // ConfigError lists every invalid field of a Config.
@@ -98,6 +105,8 @@ type SourceAdmission struct {
 	rand        func() float64
 	log         *slog.Logger
 	w           *watch
+	writer      *Writer
+	probes      []probeWait // by selector index: probe outcomes in the writer
 }
 
 // New validates cfg and returns the scope's admission.
@@ -155,6 +164,7 @@ func New(cfg Config) (*SourceAdmission, error) {
 		sleep:       cfg.Sleep,
 		rand:        cfg.Rand,
 		log:         cfg.Logger,
+		writer:      cfg.Writer,
 	}
 	if a.memo == nil {
 		a.memo = NewMemo()
@@ -176,6 +186,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 	}
 	a.sel = newSelector(cfg.Sources, a.rand)
 	a.w = newWatch(a, cfg.Observer)
+	if a.writer != nil {
+		a.probes = make([]probeWait, len(a.sel.sources))
+	}
 	return a, nil
 }
 
@@ -205,7 +218,9 @@ func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 // given back) instead of waiting on a gate that cannot answer. A done ctx
 // ends the round before it starts, and a gate error that comes with a done
 // ctx ends it at once with ctx.Err(), everything given back and nothing
-// logged: the caller gave up, no gate failed.
+// logged: the caller gave up, no gate failed. With a Writer, a source whose
+// probe outcome from this admission is still being written is asked about
+// only once it is written (a wait bounded by ctx).
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -228,6 +243,13 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		if ra := a.memo.remaining(name, clock); ra > 0 {
 			rej = a.reject(rej, Rejection{Source: name, Reason: Cooldown, RetryAfter: ra}, "", clock)
 			continue
+		}
+		if a.probes != nil && a.probes[i].n.Load() > 0 {
+			// This process's own probe outcome for the source is still in
+			// the writer: the breaker must hear it before the next question.
+			if err := a.probes[i].wait(ctx); err != nil {
+				return nil, rej, err
+			}
 		}
 		d, err := a.breaker.TryEnter(ctx, name)
 		if err != nil {
@@ -288,6 +310,55 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		return nil, rej, gateErr
 	}
 	return nil, rej, nil
+}
+
+// probeWait tracks the probe outcomes of one source that wait in the writer.
+type probeWait struct {
+	n  atomic.Int32 // outcomes queued and not yet written; read without mu
+	mu sync.Mutex
+	ch chan struct{} // closed when n drops to 0
+}
+
+// wait returns when no probe outcome of the source waits in the writer, or
+// with ctx's error when ctx ends first.
+func (p *probeWait) wait(ctx context.Context) error {
+	p.mu.Lock()
+	ch := p.ch
+	p.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// probeQueued notes that t's probe outcome goes to the writer.
+func (a *SourceAdmission) probeQueued(t *Ticket) {
+	p := &a.probes[t.idx]
+	p.mu.Lock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	p.n.Add(1)
+	p.mu.Unlock()
+}
+
+// probeWritten notes that t's outcome was written or dropped.
+func (a *SourceAdmission) probeWritten(t *Ticket) {
+	if a.probes == nil || !t.Decision.Probe {
+		return
+	}
+	p := &a.probes[t.idx]
+	p.mu.Lock()
+	if p.n.Add(-1) == 0 {
+		close(p.ch)
+		p.ch = nil
+	}
+	p.mu.Unlock()
 }
 
 // reject adds r to the round's rejections and reports it to the observer.

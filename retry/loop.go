@@ -56,6 +56,9 @@ type Config struct {
 	// goroutines, outside every lock: wrap anything slower than a counter
 	// in observe.Async.
 	Observer observe.Observer
+	// Writer gives back the attempts' outcomes off the callers' goroutines
+	// (admission.Writer); nil means on them, for in-process gates.
+	Writer *admission.Writer
 }
 
 // Loop runs governed calls for one scope. Build one per scope with New and
@@ -141,6 +144,7 @@ func New(cfg Config) (*Loop, error) {
 		Rand:         l.rand,
 		Logger:       l.log,
 		Observer:     cfg.Observer,
+		Writer:       cfg.Writer,
 	})
 	var ce *admission.ConfigError
 	if errors.As(err, &ce) {
