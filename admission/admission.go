@@ -215,7 +215,10 @@ func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 // none passes it returns a nil Ticket and every source's rejection; hand them
 // to Call.OnNoRunnable. A gate's error skips its source; when no source
 // wins, the round returns the first such error (with everything taken in it
-// given back) instead of waiting on a gate that cannot answer. A done ctx
+// given back) instead of waiting on a gate that cannot answer — unless the
+// rejections of the other sources are ones the scope waits for (QUOTA_FULL
+// or CIRCUIT_OPEN in wait mode): then the round returns them alone and no
+// error, and the call waits for those sources. A done ctx
 // ends the round before it starts, and a gate error that comes with a done
 // ctx ends it at once with ctx.Err(), everything given back and nothing
 // logged: the caller gave up, no gate failed. With a Writer, a source whose
@@ -306,10 +309,25 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 		}
 		return t, rej, nil
 	}
-	if gateErr != nil {
+	if gateErr != nil && !a.waitable(rej) {
 		return nil, rej, gateErr
 	}
 	return nil, rej, nil
+}
+
+// waitable reports whether OnNoRunnable would wait on rej rather than end
+// the call: the scope's wait mode applies to its rejections. A gate error on
+// one source then does not end the call: the call waits for another source
+// as it would without the error (the failing source is tried again in the
+// next round).
+func (a *SourceAdmission) waitable(rej Rejections) bool {
+	if len(rej) == 0 {
+		return false
+	}
+	if rej.AllGate() {
+		return a.circuitOpen == Wait
+	}
+	return a.quotaFull == Wait
 }
 
 // probeWait tracks the probe outcomes of one source that wait in the writer.
