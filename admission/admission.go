@@ -222,8 +222,9 @@ func (a *SourceAdmission) HoldOff(source string, d time.Duration) {
 // ends the round before it starts, and a gate error that comes with a done
 // ctx ends it at once with ctx.Err(), everything given back and nothing
 // logged: the caller gave up, no gate failed. With a Writer, a source whose
-// probe outcome from this admission is still being written is asked about
-// only once it is written (a wait bounded by ctx).
+// outcome from this admission that may move its breaker (a probe's, a
+// Failure, a Fatal) is still being written is asked about only once it is
+// written (a wait bounded by ctx).
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -248,8 +249,9 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			continue
 		}
 		if a.probes != nil && a.probes[i].n.Load() > 0 {
-			// This process's own probe outcome for the source is still in
-			// the writer: the breaker must hear it before the next question.
+			// This admission's own outcome that may move the source's
+			// breaker (a probe's, a failure) is still in the writer: the
+			// breaker must hear it before the next question.
 			if err := a.probes[i].wait(ctx); err != nil {
 				return nil, rej, err
 			}
@@ -330,14 +332,15 @@ func (a *SourceAdmission) waitable(rej Rejections) bool {
 	return a.quotaFull == Wait
 }
 
-// probeWait tracks the probe outcomes of one source that wait in the writer.
+// probeWait tracks the outcomes of one source that wait in the writer and
+// may move its breaker: a probe's, a Failure, a Fatal.
 type probeWait struct {
 	n  atomic.Int32 // outcomes queued and not yet written; read without mu
 	mu sync.Mutex
 	ch chan struct{} // closed when n drops to 0
 }
 
-// wait returns when no probe outcome of the source waits in the writer, or
+// wait returns when no such outcome of the source waits in the writer, or
 // with ctx's error when ctx ends first.
 func (p *probeWait) wait(ctx context.Context) error {
 	p.mu.Lock()
@@ -354,7 +357,8 @@ func (p *probeWait) wait(ctx context.Context) error {
 	}
 }
 
-// probeQueued notes that t's probe outcome goes to the writer.
+// probeQueued notes that t's outcome, one that may move the breaker, goes
+// to the writer.
 func (a *SourceAdmission) probeQueued(t *Ticket) {
 	p := &a.probes[t.idx]
 	p.mu.Lock()
@@ -367,7 +371,7 @@ func (a *SourceAdmission) probeQueued(t *Ticket) {
 
 // probeWritten notes that t's outcome was written or dropped.
 func (a *SourceAdmission) probeWritten(t *Ticket) {
-	if a.probes == nil || !t.Decision.Probe {
+	if !t.ordered {
 		return
 	}
 	p := &a.probes[t.idx]

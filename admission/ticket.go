@@ -27,6 +27,7 @@ type Ticket struct {
 	permit    gate.Permit
 	hasPermit bool
 	paced     bool
+	ordered   bool // its outcome, in the writer, holds Pick back (probeWait)
 	done      atomic.Bool
 }
 
@@ -56,7 +57,11 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 	if a.writer == nil {
 		return t.giveBackNow(ctx, r)
 	}
-	if t.Decision.Probe {
+	o := r.Outcome
+	if t.Decision.Probe || o == gate.Failure || o == gate.Fatal {
+		// An outcome that may move the breaker: this admission asks about
+		// the source again only once it is written.
+		t.ordered = true
 		a.probeQueued(t)
 	}
 	if a.writer.put(context.WithoutCancel(ctx), t, r) {

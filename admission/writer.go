@@ -74,13 +74,15 @@ type WriterStats struct {
 // ProbeTTL — and a breaker misses one success or failure count. The pacer's
 // slot is not the writer's: Done returns it at once.
 //
-// Ordering: a probe's outcome decides the breaker's next state, so while a
-// probe outcome of a source waits in the writer, Pick in the same admission
-// waits for it (bounded by the caller's ctx) before it asks the breaker about
-// that source again: the process never sees its own probe as still in
-// flight. Other outcomes are written in no particular order, as concurrent
-// calls' outcomes always were; the observer and the state-change log line
-// see an outcome's effect once it is written.
+// Ordering: an outcome that may move the breaker — a probe's, a Failure, a
+// Fatal — is written before the same admission asks the breaker about that
+// source again: while one waits in the writer, Pick waits for it (bounded by
+// the caller's ctx), so a process never sees its own probe as still in
+// flight, nor retries a source its own failure just opened. Other outcomes
+// (a Closed admission's Success or Released) cannot move the state and are
+// written in no particular order, as concurrent calls' outcomes always were;
+// the observer and the state-change log line see an outcome's effect once
+// it is written.
 type Writer struct {
 	q       chan pending
 	timeout time.Duration

@@ -89,6 +89,10 @@ func TestRedisCluster(t *testing.T) {
 		assert.Greater(t, len(slots), 1, "sources spread over slots")
 	})
 
+	t.Run("SlotMigrationUnderLoadFailsNothing", func(t *testing.T) {
+		slotMigrationUnderLoad(t, cl)
+	})
+
 	t.Run("ScriptFlushMidRunKeepsWorking", func(t *testing.T) {
 		// SCRIPT FLUSH on every master: NOSCRIPT may come from any node.
 		scriptFlushKeepsWorking(t, c, func() { require.NoError(t, c.ScriptFlush(t.Context()).Err()) })
