@@ -364,8 +364,9 @@ func (g *GatewayClient) Admission(scopeName string) (*admission.SourceAdmission,
 
 // Close releases everything the gateway holds. Calls in flight are
 // interrupted (they return ErrClosed) and open streams are closed; Close
-// waits for them to give back their admissions, then closes the Redis client
-// it created and the idle connections of its default transports. Calls made
+// waits for them to give back their admissions — with a Redis backend it
+// flushes their queued outcomes to Redis for at most 2 s — then closes the
+// Redis client it created and the idle connections of its default transports. Calls made
 // after Close return ErrClosed. Close is idempotent: later calls return the
 // first call's result. A Call function that ignores its ctx delays Close
 // until it returns.
