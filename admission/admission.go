@@ -106,7 +106,8 @@ type SourceAdmission struct {
 	log         *slog.Logger
 	w           *watch
 	writer      *Writer
-	probes      []probeWait // by selector index: probe outcomes in the writer
+	admitter    gate.Admitter // the quota gate when it can admit with the breaker
+	probes      []probeWait   // by selector index: probe outcomes in the writer
 }
 
 // New validates cfg and returns the scope's admission.
@@ -165,6 +166,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 		rand:        cfg.Rand,
 		log:         cfg.Logger,
 		writer:      cfg.Writer,
+	}
+	if ad, ok := cfg.Quota.(gate.Admitter); ok {
+		a.admitter = ad
 	}
 	if a.memo == nil {
 		a.memo = NewMemo()
@@ -256,13 +260,31 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 				return nil, rej, err
 			}
 		}
-		d, err := a.breaker.TryEnter(ctx, name)
+		// With a quota gate that can, the breaker's decision and the
+		// quota's reservation are one operation (one round trip on Redis).
+		var (
+			d        gate.Decision
+			p        gate.Permit
+			qd       gate.QuotaDecision
+			combined bool
+			err      error
+		)
+		if a.admitter != nil {
+			d, p, qd, combined, err = a.admitter.Admit(ctx, a.breaker, name, estTokens)
+		}
+		if !combined {
+			d, err = a.breaker.TryEnter(ctx, name)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				// The caller gave up: no source is to blame.
 				return nil, rej, ctx.Err()
 			}
-			gateErr = a.gateError(gateErr, "breaker", name, err)
+			which := "breaker"
+			if combined {
+				which = "breaker and quota"
+			}
+			gateErr = a.gateError(gateErr, which, name, err)
 			continue
 		}
 		a.w.afterTryEnter(ctx, i, d)
@@ -274,7 +296,15 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 			continue
 		}
 		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i}
-		if a.quota != nil {
+		if combined {
+			if !qd.Allowed {
+				// Admit gave the decision back already.
+				t.done.Store(true)
+				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
+				continue
+			}
+			t.permit, t.hasPermit = p, true
+		} else if a.quota != nil {
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
 				t.giveBack(ctx)
