@@ -218,8 +218,24 @@ type valuesOf struct {
 	values context.Context
 }
 
-// Value looks the key up in the caller's context.
-func (v valuesOf) Value(key any) any { return v.values.Value(key) }
+// Value looks the key up in the caller's context; writeKey is the
+// writer's own.
+func (v valuesOf) Value(key any) any {
+	if key == (writeKey{}) {
+		return true
+	}
+	return v.values.Value(key)
+}
+
+type writeKey struct{}
+
+// IsWrite reports whether ctx is the context of a Writer's write: what a
+// gate's instrumentation (a go-redis hook) sees for the give-backs the
+// writer makes, as opposed to the operations on a caller's path.
+func IsWrite(ctx context.Context) bool {
+	v, _ := ctx.Value(writeKey{}).(bool)
+	return v
+}
 
 // Close stops taking outcomes and writes those queued, each within the
 // write timeout, until ctx ends; outcomes still queued then are dropped and

@@ -270,3 +270,19 @@ func assertEventually(cond func() bool) bool {
 	}
 	return false
 }
+
+func TestIsWriteTellsTheWritersContext(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{})
+	sg := &stallGate{}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	ctx := context.Background()
+	require.False(t, admission.IsWrite(ctx))
+	tk, _, err := f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success}))
+	eventually(t, "written", func() bool { return w.Stats().Written == 1 })
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	require.True(t, admission.IsWrite(sg.ctxs[0]))
+}
