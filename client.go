@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -36,6 +37,7 @@ type GatewayClient struct {
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	ownRedis bool
+	writer   *admission.Writer // gives back outcomes off the callers' path; nil without redis
 	httpPool *openai.Client    // the default transports' pool, when the gateway made it
 	antPool  *anthropic.Client // the Anthropic transport's pool, when the gateway made it
 
@@ -122,6 +124,12 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			}
 			g.redis, g.ownRedis = rc, true
 		}
+		w, err := admission.NewWriter(admission.WriterConfig{Logger: o.logger})
+		if err != nil {
+			g.release()
+			return nil, err
+		}
+		g.writer = w
 	}
 	fail := func(err error) (*GatewayClient, error) {
 		g.release()
@@ -171,6 +179,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			Backoff:  o.backoff,
 			Logger:   o.logger,
 			Observer: obs,
+			Writer:   g.writer,
 		}
 		cfg.Advertising = gates.advertising
 		if gates.preloadBudget != nil && preloadBudget == nil {
@@ -416,8 +425,9 @@ func (g *GatewayClient) Admission(scopeName string) (*admission.SourceAdmission,
 
 // Close releases everything the gateway holds. Calls in flight are
 // interrupted (they return ErrClosed) and open streams are closed; Close
-// waits for them to give back their admissions, then closes the Redis client
-// it created and the idle connections of its default transports. Calls made
+// waits for them to give back their admissions — with a Redis backend it
+// flushes their queued outcomes to Redis for at most 2 s — then closes the
+// Redis client it created and the idle connections of its default transports. Calls made
 // after Close return ErrClosed. Close is idempotent: later calls return the
 // first call's result. A Call function that ignores its ctx delays Close
 // until it returns.
@@ -440,10 +450,22 @@ func (g *GatewayClient) Close() error {
 	return g.closeErr
 }
 
+// writerCloseBound is how long Close lets the outcome writer flush: the
+// outcomes queued when the last call ended get one write timeout, then the
+// rest are dropped (their leases expire by themselves).
+const writerCloseBound = admission.DefaultWriterTimeout + time.Second
+
 // release closes what the gateway created.
 func (g *GatewayClient) release() error {
 	g.kill(ErrClosed)
 	var err error
+	if g.writer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), writerCloseBound)
+		if e := g.writer.Close(ctx); e != nil {
+			g.log.Warn("pgw: closing the outcome writer", "err", e.Error())
+		}
+		cancel()
+	}
 	if g.ownRedis && g.redis != nil {
 		if e := g.redis.Close(); e != nil && !errors.Is(e, goredis.ErrClosed) {
 			err = fmt.Errorf("pgw: closing the redis client: %w", e)

@@ -344,6 +344,9 @@ func TestCloseInterruptsAWaitingCallAndAnOpenStream(t *testing.T) {
 		"WAITING__CIRCUIT_OPEN":      "wait",
 		"WAITING__FAILURE_THRESHOLD": "1",
 		"WAITING__COOLDOWN_S":        "600",
+		// A wait that cannot end within the stall window ends at once: this
+		// one must fit, so the call is still waiting when Close comes.
+		"WAITING__STALL_WINDOW_S": "900",
 	})
 	ctx := context.Background()
 

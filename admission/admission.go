@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
@@ -77,6 +79,11 @@ type Config struct {
 	// Advertising reads the upstreams' rate-limit headers into a budget
 	// Pick reserves against; the zero value reads none.
 	Advertising Advertising
+	// Writer gives back the tickets' outcomes off the callers' goroutines
+	// (see Writer); nil means Ticket.Done gives back on the caller's
+	// goroutine, which suits gates that live in the process. Share one
+	// Writer between the admissions of a gateway.
+	Writer *Writer
 }
 
 // ConfigError lists every invalid field of a Config.
@@ -111,6 +118,9 @@ type SourceAdmission struct {
 	lat         *Latency
 	balance     Balance
 	adv         *advertiser // nil: no advertised budget
+	writer      *Writer
+	admitter    gate.Admitter // the quota gate when it can admit with the breaker
+	probes      []probeWait   // by selector index: probe outcomes in the writer
 }
 
 // New validates cfg and returns the scope's admission.
@@ -177,6 +187,10 @@ func New(cfg Config) (*SourceAdmission, error) {
 		sleep:       cfg.Sleep,
 		rand:        cfg.Rand,
 		log:         cfg.Logger,
+		writer:      cfg.Writer,
+	}
+	if ad, ok := cfg.Quota.(gate.Admitter); ok {
+		a.admitter = ad
 	}
 	if a.memo == nil {
 		a.memo = NewMemo()
@@ -212,6 +226,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 	a.w = newWatch(a, cfg.Observer)
 	if cfg.Advertising.Budget != nil {
 		a.adv = newAdvertiser(cfg.Advertising, cfg.Sources)
+	}
+	if a.writer != nil {
+		a.probes = make([]probeWait, len(a.sel.sources))
 	}
 	return a, nil
 }
@@ -259,10 +276,16 @@ func memoReason(held bool) Reason {
 // none passes it returns a nil Ticket and every source's rejection; hand them
 // to Call.OnNoRunnable. A gate's error skips its source; when no source
 // wins, the round returns the first such error (with everything taken in it
-// given back) instead of waiting on a gate that cannot answer. A done ctx
+// given back) instead of waiting on a gate that cannot answer — unless the
+// rejections of the other sources are ones the scope waits for (QUOTA_FULL
+// or CIRCUIT_OPEN in wait mode): then the round returns them alone and no
+// error, and the call waits for those sources. A done ctx
 // ends the round before it starts, and a gate error that comes with a done
 // ctx ends it at once with ctx.Err(), everything given back and nothing
-// logged: the caller gave up, no gate failed.
+// logged: the caller gave up, no gate failed. With a Writer, a source whose
+// outcome from this admission that may move its breaker (a probe's, a
+// Failure, a Fatal) is still being written is asked about only once it is
+// written (a wait bounded by ctx).
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	return a.pick(ctx, attemptFails, estTokens, nil)
 }
@@ -295,13 +318,39 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			rej = a.reject(rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
 			continue
 		}
-		d, err := a.breaker.TryEnter(ctx, name)
+		if a.probes != nil && a.probes[i].n.Load() > 0 {
+			// This admission's own outcome that may move the source's
+			// breaker (a probe's, a failure) is still in the writer: the
+			// breaker must hear it before the next question.
+			if err := a.probes[i].wait(ctx); err != nil {
+				return nil, rej, err
+			}
+		}
+		// With a quota gate that can, the breaker's decision and the
+		// quota's reservation are one operation (one round trip on Redis).
+		var (
+			d        gate.Decision
+			p        gate.Permit
+			qd       gate.QuotaDecision
+			combined bool
+			err      error
+		)
+		if a.admitter != nil {
+			d, p, qd, combined, err = a.admitter.Admit(ctx, a.breaker, name, estTokens)
+		}
+		if !combined {
+			d, err = a.breaker.TryEnter(ctx, name)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				// The caller gave up: no source is to blame.
 				return nil, rej, ctx.Err()
 			}
-			gateErr = a.gateError(gateErr, "breaker", name, err)
+			which := "breaker"
+			if combined {
+				which = "breaker and quota"
+			}
+			gateErr = a.gateError(gateErr, which, name, err)
 			continue
 		}
 		a.w.afterTryEnter(ctx, i, d)
@@ -314,7 +363,16 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		}
 		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i}
 		a.lat.begin(i)
-		if a.quota != nil {
+		if combined {
+			if !qd.Allowed {
+				// Admit gave the decision back already.
+				t.done.Store(true)
+				a.lat.end(i)
+				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
+				continue
+			}
+			t.permit, t.hasPermit = p, true
+		} else if a.quota != nil {
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
 				t.giveBack(ctx)
@@ -358,10 +416,76 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		}
 		return t, rej, nil
 	}
-	if gateErr != nil {
+	if gateErr != nil && !a.waitable(rej) {
 		return nil, rej, gateErr
 	}
 	return nil, rej, nil
+}
+
+// waitable reports whether OnNoRunnable would wait on rej rather than end
+// the call: the scope's wait mode applies to its rejections. A gate error on
+// one source then does not end the call: the call waits for another source
+// as it would without the error (the failing source is tried again in the
+// next round).
+func (a *SourceAdmission) waitable(rej Rejections) bool {
+	if len(rej) == 0 {
+		return false
+	}
+	if rej.AllGate() {
+		return a.circuitOpen == Wait
+	}
+	return a.quotaFull == Wait
+}
+
+// probeWait tracks the outcomes of one source that wait in the writer and
+// may move its breaker: a probe's, a Failure, a Fatal.
+type probeWait struct {
+	n  atomic.Int32 // outcomes queued and not yet written; read without mu
+	mu sync.Mutex
+	ch chan struct{} // closed when n drops to 0
+}
+
+// wait returns when no such outcome of the source waits in the writer, or
+// with ctx's error when ctx ends first.
+func (p *probeWait) wait(ctx context.Context) error {
+	p.mu.Lock()
+	ch := p.ch
+	p.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// probeQueued notes that t's outcome, one that may move the breaker, goes
+// to the writer.
+func (a *SourceAdmission) probeQueued(t *Ticket) {
+	p := &a.probes[t.idx]
+	p.mu.Lock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	p.n.Add(1)
+	p.mu.Unlock()
+}
+
+// probeWritten notes that t's outcome was written or dropped.
+func (a *SourceAdmission) probeWritten(t *Ticket) {
+	if !t.ordered {
+		return
+	}
+	p := &a.probes[t.idx]
+	p.mu.Lock()
+	if p.n.Add(-1) == 0 {
+		close(p.ch)
+		p.ch = nil
+	}
+	p.mu.Unlock()
 }
 
 // reject adds r to the round's rejections and reports it to the observer.

@@ -27,6 +27,7 @@ type Ticket struct {
 	permit    gate.Permit
 	hasPermit bool
 	paced     bool
+	ordered   bool // its outcome, in the writer, holds Pick back (probeWait)
 	done      atomic.Bool
 }
 
@@ -34,19 +35,47 @@ type Ticket struct {
 // holds: it records r.Outcome with the breaker (which frees a probe lease),
 // settles the permit to r.Tokens and releases it, and returns the pacer slot
 // with the outcome's pacing verdict.
-// Only the first call acts; later calls return nil. The gates are called with
-// ctx stripped of its cancellation, so a cancelled call still gives back its
-// permit and lease. Every step runs even when an earlier one fails; the
-// failures are logged and returned joined.
+// Only the first call acts; later calls return nil.
+//
+// With a Writer (Config.Writer) the breaker and quota give-back is queued to
+// it and Done returns at once, whatever ctx says: the writer writes it with
+// its own bounded timeout, so neither a cancelled call nor a slow store keeps
+// the caller past its deadline. Done then returns an error wrapping
+// ErrWriterFull only when the outcome was dropped. Without a Writer the
+// gates are called here with ctx itself — for gates that live in the process
+// and never block (memory, noop); a gate that does I/O gives back only
+// within ctx's deadline that way, so give it a Writer. Every step runs even
+// when an earlier one fails; the failures are logged and returned joined.
 func (t *Ticket) Done(ctx context.Context, r Result) error {
 	if !t.done.CompareAndSwap(false, true) {
 		return nil
 	}
 	a := t.a
 	a.lat.end(t.idx)
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
+	if t.paced {
+		a.pacer.Release(t.Source, paceOutcome(r.Outcome, r.Throttled))
 	}
+	if a.writer == nil {
+		return t.giveBackNow(ctx, r)
+	}
+	o := r.Outcome
+	if t.Decision.Probe || o == gate.Failure || o == gate.Fatal {
+		// An outcome that may move the breaker: this admission asks about
+		// the source again only once it is written.
+		t.ordered = true
+		a.probeQueued(t)
+	}
+	if a.writer.put(context.WithoutCancel(ctx), t, r) {
+		return nil
+	}
+	a.probeWritten(t)
+	return fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, t.Source, ErrWriterFull)
+}
+
+// giveBackNow records the outcome with the breaker and gives the permit
+// back, both under ctx.
+func (t *Ticket) giveBackNow(ctx context.Context, r Result) error {
+	a := t.a
 	o := r.Outcome
 	if !o.Valid() {
 		o = gate.Released
@@ -63,15 +92,14 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 			errPermit = fmt.Errorf("give back permit: %w", err)
 		}
 	}
-	if t.paced {
-		a.pacer.Release(t.Source, paceOutcome(o, r.Throttled))
-	}
 	if errRecord == nil && errPermit == nil {
 		return nil
 	}
 	err := fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
 		a.scope, t.Source, errors.Join(errRecord, errPermit))
-	a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
+	if a.writer == nil {
+		a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
+	}
 	return err
 }
 

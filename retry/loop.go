@@ -65,6 +65,9 @@ type Config struct {
 	// Advertising reads the upstreams' rate-limit headers of every attempt
 	// into the admission's advertised budget; the zero value reads none.
 	Advertising admission.Advertising
+	// Writer gives back the attempts' outcomes off the callers' goroutines
+	// (admission.Writer); nil means on them, for in-process gates.
+	Writer *admission.Writer
 }
 
 // Loop runs governed calls for one scope. Build one per scope with New and
@@ -160,6 +163,7 @@ func New(cfg Config) (*Loop, error) {
 		Observer:     cfg.Observer,
 		Balance:      admission.Balance(sc.Balance),
 		Advertising:  cfg.Advertising,
+		Writer:       cfg.Writer,
 	})
 	var ce *admission.ConfigError
 	if errors.As(err, &ce) {

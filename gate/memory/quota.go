@@ -224,3 +224,26 @@ func (q *Quota) InFlight(source string) int {
 	defer s.mu.Unlock()
 	return len(s.slots) - len(s.free)
 }
+
+var _ gate.Admitter = (*Quota)(nil)
+
+// Admit runs b.TryEnter then Acquire, giving the decision back as
+// Record(Released) when Acquire rejects (gate.Admitter). Both gates live in
+// the process, so this is the two operations in a row; it combines only
+// with a *Breaker of this package (ok false otherwise).
+func (q *Quota) Admit(ctx context.Context, b gate.ProviderGate, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	mb, isMem := b.(*Breaker)
+	if !isMem {
+		return d, p, qd, false, nil
+	}
+	if d, err = mb.TryEnter(ctx, source); err != nil || !d.Allowed {
+		return d, p, qd, true, err
+	}
+	p, qd, err = q.Acquire(ctx, source, estTokens)
+	if err != nil || !qd.Allowed {
+		if _, rerr := mb.Record(ctx, source, d, gate.Released); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return d, p, qd, true, err
+}

@@ -20,3 +20,14 @@ func TestQuotaContract(t *testing.T) {
 		return q, clk
 	})
 }
+
+func TestAdmitContract(t *testing.T) {
+	contracttest.RunAdmit(t, func(t *testing.T, p gate.Policy, limits map[string]gate.Limits) (gate.ProviderGate, gate.QuotaGate, contracttest.Clock) {
+		clk := contracttest.NewFakeClock()
+		b, err := memory.NewBreaker(p, memory.WithClock(clk))
+		require.NoError(t, err)
+		q, err := memory.NewQuota(limits, memory.WithClock(clk))
+		require.NoError(t, err)
+		return b, q, clk
+	})
+}

@@ -116,7 +116,7 @@ func (b *Breaker) Preload(ctx context.Context) error {
 // TryEnter asks whether a call to source may run now: one script, one round
 // trip.
 func (b *Breaker) TryEnter(ctx context.Context, source string) (gate.Decision, error) {
-	v, err := scriptTryEnter.Run(ctx, b.c, b.Keys(source), b.policy...).Int64Slice()
+	v, err := runScript(ctx, b.c, scriptTryEnter, b.Keys(source), b.policy...).Int64Slice()
 	if err != nil {
 		return gate.Decision{}, wrapErr(ctx, "TryEnter", source, err)
 	}
@@ -148,7 +148,7 @@ func (b *Breaker) Record(ctx context.Context, source string, d gate.Decision, o 
 	args := make([]any, 0, len(b.policy)+4)
 	args = append(args, b.policy...)
 	args = append(args, strconv.Itoa(int(o)), flag(d.Allowed), flag(d.Probe), strconv.FormatUint(d.Token, 10))
-	v, err := scriptRecord.Run(ctx, b.c, b.Keys(source), args...).Int64Slice()
+	v, err := runScript(ctx, b.c, scriptRecord, b.Keys(source), args...).Int64Slice()
 	if err != nil {
 		return gate.Update{}, wrapErr(ctx, "Record", source, err)
 	}
@@ -171,7 +171,7 @@ func (b *Breaker) Record(ctx context.Context, source string, d gate.Decision, o 
 // Snapshot reads source's record without moving it: one script, one round
 // trip.
 func (b *Breaker) Snapshot(ctx context.Context, source string) (gate.Snapshot, error) {
-	v, err := scriptSnapshot.Run(ctx, b.c, b.Keys(source), b.policy...).Int64Slice()
+	v, err := runScript(ctx, b.c, scriptSnapshot, b.Keys(source), b.policy...).Int64Slice()
 	if err != nil {
 		return gate.Snapshot{}, wrapErr(ctx, "Snapshot", source, err)
 	}
@@ -215,7 +215,7 @@ func (b *Breaker) RetryAfter(ctx context.Context, sources []string) (time.Durati
 	case 0:
 		return 0, nil
 	case 1:
-		v, err := scriptRetryAfter.Run(ctx, b.c, b.Keys(sources[0]), b.policy...).Int64()
+		v, err := runScript(ctx, b.c, scriptRetryAfter, b.Keys(sources[0]), b.policy...).Int64()
 		if err != nil {
 			return 0, wrapErr(ctx, "RetryAfter", sources[0], err)
 		}

@@ -89,8 +89,40 @@ func TestRedisCluster(t *testing.T) {
 		assert.Greater(t, len(slots), 1, "sources spread over slots")
 	})
 
+	t.Run("SlotMigrationUnderLoadFailsNothing", func(t *testing.T) {
+		slotMigrationUnderLoad(t, cl)
+	})
+
 	t.Run("ScriptFlushMidRunKeepsWorking", func(t *testing.T) {
 		// SCRIPT FLUSH on every master: NOSCRIPT may come from any node.
 		scriptFlushKeepsWorking(t, c, func() { require.NoError(t, c.ScriptFlush(t.Context()).Err()) })
+	})
+}
+
+// realAdmits is the Admit suite's factory on the real server behind c.
+func realAdmits(c goredis.UniversalClient) contracttest.AdmitFactory {
+	return func(t *testing.T, p gate.Policy, limits map[string]gate.Limits) (gate.ProviderGate, gate.QuotaGate, contracttest.Clock) {
+		b, err := redis.NewBreaker(c, "chat", p)
+		require.NoError(t, err)
+		q, err := redis.NewQuota(c, "chat", limits)
+		require.NoError(t, err)
+		return b, q, realTime
+	}
+}
+
+func TestAdmitContract(t *testing.T) {
+	t.Run("Miniredis", func(t *testing.T) {
+		contracttest.RunAdmit(t, func(t *testing.T, p gate.Policy, limits map[string]gate.Limits) (gate.ProviderGate, gate.QuotaGate, contracttest.Clock) {
+			b, clk, m := miniGate(t, p)
+			c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+			t.Cleanup(func() { _ = c.Close() })
+			q, err := redis.NewQuota(c, "chat", limits)
+			require.NoError(t, err)
+			return b, q, clk
+		})
+	})
+	t.Run("Redis", func(t *testing.T) {
+		srv := testutil.StartRedis(t)
+		contracttest.RunAdmit(t, realAdmits(realClient(t, srv.Addr)))
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -13,7 +12,10 @@ import (
 
 // ErrUnreachable is matched (errors.Is) by every error this package returns
 // because Redis could not be reached or could not serve: connection refused
-// or reset, timeouts, a closed client, a cluster without quorum. An error
+// or reset, timeouts, a closed client, a cluster without quorum, a slot in
+// migration (TRYAGAIN, ASK, MOVED) or a node loading, cut off or demoted
+// (LOADING, MASTERDOWN, READONLY) once the short retry of such replies is
+// spent. An error
 // while the caller's own context is done is not wrapped in it: the caller
 // gave up, which says nothing about Redis.
 var ErrUnreachable = errors.New("pgw/gate/redis: redis is unreachable")
@@ -39,11 +41,6 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrUnreachable) true.
 func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
 
-// serverDown lists replies with which a reachable server says it cannot serve
-// now: still loading its data, cluster without quorum, replica cut off from
-// its master, a replica after a failover.
-var serverDown = []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY"}
-
 // wrapErr classifies err from a script run for op.
 // deadlineSlack is how close to the caller's deadline an i/o timeout counts
 // as that deadline (timer and scheduling granularity).
@@ -66,14 +63,11 @@ func wrapErr(ctx context.Context, op, source string, err error) error {
 		// outage.
 		return fmt.Errorf("pgw/gate/redis: %s %q: %w (%v)", op, source, context.DeadlineExceeded, err)
 	}
+	if notServed(err) {
+		return &UnreachableError{Op: op, Err: err}
+	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) {
-		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
-		for _, p := range serverDown {
-			if strings.HasPrefix(msg, p) {
-				return &UnreachableError{Op: op, Err: err}
-			}
-		}
 		// The server answered with an error: a bug, not an outage.
 		return fmt.Errorf("pgw/gate/redis: %s %q: script error: %w", op, source, err)
 	}

@@ -30,7 +30,7 @@ func (b *Breaker) Force(ctx context.Context, source string, f gate.Force) error 
 	args := make([]any, 0, len(b.policy)+1)
 	args = append(args, b.policy...)
 	args = append(args, strconv.Itoa(int(f)))
-	if err := scriptForce.Run(ctx, b.c, b.Keys(source), args...).Err(); err != nil {
+	if err := runScript(ctx, b.c, scriptForce, b.Keys(source), args...).Err(); err != nil {
 		return wrapErr(ctx, "Force", source, err)
 	}
 	return nil

@@ -119,7 +119,7 @@ func (q *Quota) Keys(source string) []string {
 // Preload loads the quota scripts into Redis (every master of a cluster), so
 // that even the first operation is a single EVALSHA.
 func (q *Quota) Preload(ctx context.Context) error {
-	for _, s := range []*goredis.Script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish} {
+	for _, s := range []*goredis.Script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish, scriptAdmit} {
 		if err := s.Load(ctx, q.c).Err(); err != nil {
 			return wrapErr(ctx, "Preload", "", err)
 		}
@@ -154,7 +154,7 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 		strconv.FormatInt(q.lease.Microseconds(), 10),
 		id,
 	)
-	v, err := scriptQuotaAcquire.Run(ctx, q.c, s.keys, args...).Int64Slice()
+	v, err := runScript(ctx, q.c, scriptQuotaAcquire, s.keys, args...).Int64Slice()
 	if err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, wrapErr(ctx, "Acquire", source, err)
 	}
@@ -183,7 +183,7 @@ func (q *Quota) Settle(ctx context.Context, p gate.Permit, actualTokens int64) e
 		return nil
 	}
 	args := append(append(make([]any, 0, 4), s.tpm...), strconv.FormatInt(s.tpmDelta(p, actualTokens), 10))
-	if err := scriptQuotaSettle.Run(ctx, q.c, s.keys[:1], args...).Err(); err != nil {
+	if err := runScript(ctx, q.c, scriptQuotaSettle, s.keys[:1], args...).Err(); err != nil {
 		return wrapErr(ctx, "Settle", p.Source, err)
 	}
 	return nil
@@ -200,7 +200,7 @@ func (q *Quota) Release(ctx context.Context, p gate.Permit) error {
 	if s == nil || s.limits.MaxInFlight == 0 {
 		return nil
 	}
-	if err := scriptQuotaRelease.Run(ctx, q.c, s.keys[1:], p.ID).Err(); err != nil {
+	if err := runScript(ctx, q.c, scriptQuotaRelease, s.keys[1:], p.ID).Err(); err != nil {
 		return wrapErr(ctx, "Release", p.Source, err)
 	}
 	return nil
@@ -224,7 +224,7 @@ func (q *Quota) Finish(ctx context.Context, p gate.Permit, actualTokens int64) e
 	switch {
 	case settle && release:
 		args := append(append(make([]any, 0, 5), s.tpm...), strconv.FormatInt(s.tpmDelta(p, actualTokens), 10), p.ID)
-		if err := scriptQuotaFinish.Run(ctx, q.c, s.keys[:2], args...).Err(); err != nil {
+		if err := runScript(ctx, q.c, scriptQuotaFinish, s.keys[:2], args...).Err(); err != nil {
 			return wrapErr(ctx, "Finish", p.Source, err)
 		}
 		return nil

@@ -111,3 +111,35 @@ func (f *QuotaFailover) dropUnreachable(err error) error {
 	}
 	return err
 }
+
+var _ gate.Admitter = (*QuotaFailover)(nil)
+
+// Admit runs the primary's Admit (one round trip on Redis) with b's primary
+// when b is the Failover of the same Redis, outside an outage of either
+// gate (gate.Admitter). During an outage, or when the round trip finds Redis
+// unreachable (the outage then starts for both gates), it reports ok false
+// and does nothing more: the caller's TryEnter and Acquire then serve from
+// the fallbacks, as they do in any outage.
+func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	pa, isAdmitter := f.primary.(gate.Admitter)
+	fb, isFailover := b.(*Failover)
+	if !isAdmitter {
+		return d, p, qd, false, nil
+	}
+	if f.mode == FailClosed {
+		if isFailover {
+			b = fb.primary
+		}
+		return pa.Admit(ctx, b, source, estTokens)
+	}
+	if !isFailover || fb.mode != FailOpen || f.Degraded() || fb.Degraded() {
+		return d, p, qd, false, nil
+	}
+	d, p, qd, ok, err = pa.Admit(ctx, fb.primary, source, estTokens)
+	if ok && errors.Is(err, ErrUnreachable) {
+		f.settle(err, false)
+		fb.settle(err, false)
+		return gate.Decision{}, gate.Permit{}, gate.QuotaDecision{}, false, nil
+	}
+	return d, p, qd, ok, err
+}

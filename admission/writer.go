@@ -1,0 +1,266 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Writer defaults.
+const (
+	// DefaultWriterQueue is WriterConfig.Queue's default.
+	DefaultWriterQueue = 4096
+	// DefaultWriterWorkers is WriterConfig.Workers' default.
+	DefaultWriterWorkers = 8
+	// DefaultWriterTimeout is WriterConfig.Timeout's default.
+	DefaultWriterTimeout = time.Second
+)
+
+// ErrWriterFull is wrapped by the error Ticket.Done returns when its
+// outcome could not be queued: the writer's queue was full, or the writer
+// was closed. The outcome is dropped; see Writer for what that costs.
+var ErrWriterFull = errors.New("pgw/admission: outcome writer full or closed; outcome dropped")
+
+// WriterConfig builds a Writer. Zero fields mean their defaults.
+type WriterConfig struct {
+	// Queue is how many outcomes may wait to be written (default 4096).
+	Queue int
+	// Workers is how many outcomes are written at once (default 8): each
+	// worker is one goroutine, started by NewWriter, whatever the number of
+	// calls.
+	Workers int
+	// Timeout bounds each write: the breaker Record and the quota give-back
+	// of one outcome (default 1 s).
+	Timeout time.Duration
+	// Logger receives failed writes and drops, each kind at most once a
+	// second (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// WriterStats counts what a Writer did with the outcomes handed to it.
+type WriterStats struct {
+	// Written outcomes were given back to their gates without error.
+	Written uint64
+	// Failed outcomes were tried and a gate returned an error (Redis
+	// unreachable, the write's timeout).
+	Failed uint64
+	// Dropped outcomes were never tried: the queue was full, the writer
+	// closed, or Close's deadline passed before their turn.
+	Dropped uint64
+	// Queued outcomes wait in the queue now.
+	Queued int
+}
+
+// Writer gives back the outcomes of admitted attempts — the breaker Record
+// and the quota permit's settle-and-release — off the callers' goroutines,
+// so that a call returns as soon as its upstream answered, never later than
+// its own deadline, however slow the gates' store is. One Writer serves every
+// scope of a gateway (Config.Writer); gates that live in the process (memory,
+// noop) need none.
+//
+// Outcomes wait in a bounded queue and a fixed set of workers writes them,
+// each write bounded by WriterConfig.Timeout, so a slow or silent store costs
+// queue space, not callers' time, and no goroutine is started per call.
+//
+// A full queue drops the outcome (WriterStats.Dropped, and a log line at
+// most once a second) instead of making the caller wait: a dropped or failed
+// outcome is bounded by the leases the gates already keep for a process that
+// vanished — an in-flight slot frees at its lease's end, a probe lease at
+// ProbeTTL — and a breaker misses one success or failure count. The pacer's
+// slot is not the writer's: Done returns it at once.
+//
+// Ordering: an outcome that may move the breaker — a probe's, a Failure, a
+// Fatal — is written before the same admission asks the breaker about that
+// source again: while one waits in the writer, Pick waits for it (bounded by
+// the caller's ctx), so a process never sees its own probe as still in
+// flight, nor retries a source its own failure just opened. Other outcomes
+// (a Closed admission's Success or Released) cannot move the state and are
+// written in no particular order, as concurrent calls' outcomes always were;
+// the observer and the state-change log line see an outcome's effect once
+// it is written.
+type Writer struct {
+	q       chan pending
+	timeout time.Duration
+	log     *slog.Logger
+	base    context.Context // cancelled when Close gives up waiting
+	abandon context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu     sync.RWMutex // guards closed against sends on a closed q
+	closed bool
+
+	written, failed, dropped atomic.Uint64
+	lastDropLog, lastFailLog atomic.Int64 // unix ns
+}
+
+// pending is one outcome waiting to be written.
+type pending struct {
+	t   *Ticket
+	r   Result
+	ctx context.Context // the caller's, without its cancellation: values only
+}
+
+// NewWriter validates cfg and starts the writer's workers. Close it when
+// the gateway closes.
+func NewWriter(cfg WriterConfig) (*Writer, error) {
+	var bad []string
+	if cfg.Queue < 0 {
+		bad = append(bad, fmt.Sprintf("Queue=%d (legal: ≥ 1, or 0 for %d)", cfg.Queue, DefaultWriterQueue))
+	}
+	if cfg.Workers < 0 {
+		bad = append(bad, fmt.Sprintf("Workers=%d (legal: ≥ 1, or 0 for %d)", cfg.Workers, DefaultWriterWorkers))
+	}
+	if cfg.Timeout < 0 {
+		bad = append(bad, fmt.Sprintf("Timeout=%v (legal: > 0, or 0 for %v)", cfg.Timeout, DefaultWriterTimeout))
+	}
+	if len(bad) > 0 {
+		return nil, &ConfigError{Problems: []string{"writer: " + strings.Join(bad, "; ")}}
+	}
+	if cfg.Queue == 0 {
+		cfg.Queue = DefaultWriterQueue
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWriterWorkers
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultWriterTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	w := &Writer{q: make(chan pending, cfg.Queue), timeout: cfg.Timeout, log: cfg.Logger}
+	w.base, w.abandon = context.WithCancel(context.Background())
+	w.wg.Add(cfg.Workers)
+	for range cfg.Workers {
+		go w.work()
+	}
+	return w, nil
+}
+
+// Timeout returns the bound of each write.
+func (w *Writer) Timeout() time.Duration { return w.timeout }
+
+// Stats returns the writer's counts so far.
+func (w *Writer) Stats() WriterStats {
+	return WriterStats{
+		Written: w.written.Load(),
+		Failed:  w.failed.Load(),
+		Dropped: w.dropped.Load(),
+		Queued:  len(w.q),
+	}
+}
+
+// put queues t's outcome, or reports false when the queue is full or the
+// writer closed (the outcome is counted as dropped).
+func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
+	w.mu.RLock()
+	ok := false
+	if !w.closed {
+		select {
+		case w.q <- pending{t: t, r: r, ctx: ctx}:
+			ok = true
+		default:
+		}
+	}
+	w.mu.RUnlock()
+	if !ok {
+		w.dropped.Add(1)
+		if w.rateOK(&w.lastDropLog) {
+			w.log.Warn("pgw: outcome writer full or closed; outcomes dropped (their leases expire by themselves)",
+				"scope", t.a.scope, "source", t.Source, "dropped_total", w.dropped.Load())
+		}
+	}
+	return ok
+}
+
+// rateOK reports whether a log line of the kind last stamps may go out: at
+// most one a second.
+func (w *Writer) rateOK(last *atomic.Int64) bool {
+	now := time.Now().UnixNano()
+	prev := last.Load()
+	return now-prev >= int64(time.Second) && last.CompareAndSwap(prev, now)
+}
+
+func (w *Writer) work() {
+	defer w.wg.Done()
+	for p := range w.q {
+		if w.base.Err() != nil {
+			w.dropped.Add(1)
+			p.t.a.probeWritten(p.t)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(w.base, w.timeout)
+		ctx = valuesOf{Context: ctx, values: p.ctx}
+		err := p.t.giveBackNow(ctx, p.r)
+		cancel()
+		p.t.a.probeWritten(p.t)
+		if err != nil {
+			w.failed.Add(1)
+			if w.rateOK(&w.lastFailLog) {
+				w.log.Warn("pgw: writing an outcome failed", "scope", p.t.a.scope, "source", p.t.Source,
+					"err", err, "failed_total", w.failed.Load())
+			}
+			continue
+		}
+		w.written.Add(1)
+	}
+}
+
+// valuesOf is a write's context: the writer's deadline and cancellation,
+// the caller's values (trace ids for the store's instrumentation).
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+// Value looks the key up in the caller's context; writeKey is the
+// writer's own.
+func (v valuesOf) Value(key any) any {
+	if key == (writeKey{}) {
+		return true
+	}
+	return v.values.Value(key)
+}
+
+type writeKey struct{}
+
+// IsWrite reports whether ctx is the context of a Writer's write: what a
+// gate's instrumentation (a go-redis hook) sees for the give-backs the
+// writer makes, as opposed to the operations on a caller's path.
+func IsWrite(ctx context.Context) bool {
+	v, _ := ctx.Value(writeKey{}).(bool)
+	return v
+}
+
+// Close stops taking outcomes and writes those queued, each within the
+// write timeout, until ctx ends; outcomes still queued then are dropped and
+// the writes in progress cancelled. It returns when every worker has
+// stopped — within ctx's deadline plus the time a cancelled write takes to
+// return — with ctx's error when outcomes were dropped. Close is idempotent.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.q)
+	}
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		w.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		w.abandon()
+		return nil
+	case <-ctx.Done():
+		w.abandon()
+		<-done
+		return fmt.Errorf("pgw/admission: closing the outcome writer: %w (%d outcomes dropped in all)", ctx.Err(), w.dropped.Load())
+	}
+}

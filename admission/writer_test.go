@@ -1,0 +1,288 @@
+package admission_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/gate"
+)
+
+// stallGate is a breaker gate whose Record waits until the test lets it go
+// (or its ctx ends), as a slow or silent Redis would; it remembers the ctx
+// each Record got.
+type stallGate struct {
+	gate.ProviderGate
+	hold    chan struct{} // Record waits on it while non-nil
+	mu      sync.Mutex
+	ctxs    []context.Context
+	entered chan struct{}
+}
+
+func (g *stallGate) Record(ctx context.Context, s string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
+	g.mu.Lock()
+	g.ctxs = append(g.ctxs, ctx)
+	g.mu.Unlock()
+	if g.entered != nil {
+		g.entered <- struct{}{}
+	}
+	if g.hold != nil {
+		select {
+		case <-g.hold:
+		case <-ctx.Done():
+			return gate.Update{}, ctx.Err()
+		}
+	}
+	return g.ProviderGate.Record(ctx, s, d, o)
+}
+
+func newWriter(t *testing.T, cfg admission.WriterConfig) *admission.Writer {
+	t.Helper()
+	w, err := admission.NewWriter(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	return w
+}
+
+func withWriter(w *admission.Writer) fixtureOpt {
+	return func(c *admission.Config) { c.Writer = w }
+}
+
+func withBreaker(g gate.ProviderGate) fixtureOpt {
+	return func(c *admission.Config) { c.Breaker = g }
+}
+
+// eventually polls cond for up to 5 s (the writer is asynchronous).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, time.Millisecond, what)
+}
+
+func TestWriterDoneReturnsBeforeAStalledGiveBack(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Timeout: time.Minute})
+	sg := &stallGate{hold: make(chan struct{})}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "trace-1"), time.Minute)
+	tk, _, err := f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	require.Equal(t, 1, f.quota.held("s1"))
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: 7}))
+	cancel() // the caller is gone: its give-back still happens
+	require.Zero(t, f.pacer.holding("s1"), "the pacer slot is returned at once")
+	require.Equal(t, 1, f.quota.held("s1"), "the permit waits behind the stalled Record")
+	close(sg.hold)
+	eventually(t, "permit given back by the writer", func() bool { return f.quota.held("s1") == 0 })
+	require.EqualValues(t, 7, f.quota.tokens("s1"))
+	eventually(t, "counted as written", func() bool { return w.Stats().Written == 1 })
+
+	sg.mu.Lock()
+	wctx := sg.ctxs[0]
+	sg.mu.Unlock()
+	require.Equal(t, "trace-1", wctx.Value(ctxKey{}), "the write keeps the caller's values")
+	_, hasDeadline := wctx.Deadline()
+	require.True(t, hasDeadline, "every write has its own deadline")
+}
+
+type ctxKey struct{}
+
+func TestWriterTimesOutEachWrite(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Timeout: 20 * time.Millisecond, Workers: 1})
+	sg := &stallGate{hold: make(chan struct{})} // never released
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	for range 3 {
+		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		require.NoError(t, err)
+		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	}
+	eventually(t, "three writes failed on their timeout", func() bool { return w.Stats().Failed == 3 })
+	require.Zero(t, w.Stats().Written)
+	// The quota give-back still ran after the breaker's failure.
+	require.Zero(t, f.quota.held("s1"))
+}
+
+func TestWriterFullQueueDropsAndCounts(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Queue: 1, Workers: 1, Timeout: time.Minute})
+	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	f.pacer.limit = map[string]int{"s1": 10}
+	pick := func() *admission.Ticket {
+		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		require.NoError(t, err)
+		require.NotNil(t, tk)
+		return tk
+	}
+	t1, t2, t3 := pick(), pick(), pick()
+	require.NoError(t, t1.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	<-sg.entered // the only worker holds t1's outcome
+	require.NoError(t, t2.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	err := t3.Done(context.Background(), admission.Result{Outcome: gate.Success})
+	require.ErrorIs(t, err, admission.ErrWriterFull)
+	require.EqualValues(t, 1, w.Stats().Dropped)
+	require.Equal(t, 1, w.Stats().Queued)
+	require.NoError(t, t3.Done(context.Background(), admission.Result{}), "Done acts once")
+	close(sg.hold)
+	eventually(t, "t1 and t2 written", func() bool { return w.Stats().Written == 2 })
+	require.Equal(t, 1, f.quota.held("s1"), "the dropped permit is left to its lease")
+}
+
+func TestWriterCloseFlushesWithinItsDeadline(t *testing.T) {
+	w, err := admission.NewWriter(admission.WriterConfig{Workers: 1, Timeout: time.Minute})
+	require.NoError(t, err)
+	f := newFixture(t, withWriter(w))
+	f.pacer.limit = map[string]int{"s1": 100}
+	for range 50 {
+		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		require.NoError(t, err)
+		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	}
+	require.NoError(t, w.Close(context.Background()))
+	require.Equal(t, admission.WriterStats{Written: 50}, w.Stats(), "Close wrote every queued outcome")
+	require.Zero(t, f.quota.held("s1"))
+
+	// After Close an outcome is dropped, not lost silently.
+	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.ErrorIs(t, tk.Done(context.Background(), admission.Result{}), admission.ErrWriterFull)
+	require.NoError(t, w.Close(context.Background()), "Close is idempotent")
+}
+
+func TestWriterCloseGivesUpAtItsDeadline(t *testing.T) {
+	w, err := admission.NewWriter(admission.WriterConfig{Workers: 1, Timeout: time.Hour})
+	require.NoError(t, err)
+	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	f.pacer.limit = map[string]int{"s1": 10}
+	for range 3 {
+		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		require.NoError(t, err)
+		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	}
+	<-sg.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	err = w.Close(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	st := w.Stats()
+	require.EqualValues(t, 1, st.Failed, "the write in progress was cancelled")
+	require.EqualValues(t, 2, st.Dropped, "the queued ones were dropped")
+}
+
+// A probe's outcome waits in the writer; the same admission's next Pick of
+// that source must not find the probe still in flight (a HalfOpen
+// rejection), but the breaker closed by it.
+func TestWriterProbeOutcomeIsWrittenBeforeTheNextTryEnter(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{})
+	sg := &stallGate{hold: make(chan struct{})}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	f.open(t, "s1")
+	f.clk.Advance(cooldown)
+
+	probe, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.True(t, probe.Decision.Probe)
+	require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+
+	// The next Pick waits for the probe's outcome…
+	got := make(chan *admission.Ticket, 1)
+	go func() {
+		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		if err != nil {
+			tk = nil
+		}
+		got <- tk
+	}()
+	select {
+	case <-got:
+		t.Fatal("Pick asked the breaker while the probe's outcome was still queued")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(sg.hold) // …and is admitted once it is written.
+	tk := <-got
+	require.NotNil(t, tk)
+	require.False(t, tk.Decision.Probe)
+	require.Equal(t, gate.Closed, tk.Decision.State)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+
+	// A caller whose ctx ends during that wait gets ctx's error.
+	sg = &stallGate{hold: make(chan struct{})}
+	f = newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	f.open(t, "s1")
+	f.clk.Advance(cooldown)
+	probe, _, err = f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.True(t, probe.Decision.Probe)
+	require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, _, err = f.adm.Pick(ctx, nil, 10)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	close(sg.hold)
+}
+
+func TestWriterStartsNoGoroutinePerCall(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w, err := admission.NewWriter(admission.WriterConfig{Workers: 4})
+	require.NoError(t, err)
+	f := newFixture(t, withWriter(w))
+	f.pacer.limit = map[string]int{"s1": 1 << 20}
+	for range 1000 {
+		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		require.NoError(t, err)
+		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before+4)
+	require.NoError(t, w.Close(context.Background()))
+	require.EqualValues(t, 1000, w.Stats().Written)
+	if !assertEventually(func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("workers not gone: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func TestNewWriterRejectsBadConfig(t *testing.T) {
+	_, err := admission.NewWriter(admission.WriterConfig{Queue: -1, Workers: -2, Timeout: -time.Second})
+	var ce *admission.ConfigError
+	require.True(t, errors.As(err, &ce))
+	for _, want := range []string{"Queue=-1", "Workers=-2", "Timeout=-1s"} {
+		require.Contains(t, err.Error(), want)
+	}
+}
+
+func assertEventually(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+func TestIsWriteTellsTheWritersContext(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{})
+	sg := &stallGate{}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	ctx := context.Background()
+	require.False(t, admission.IsWrite(ctx))
+	tk, _, err := f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success}))
+	eventually(t, "written", func() bool { return w.Stats().Written == 1 })
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	require.True(t, admission.IsWrite(sg.ctxs[0]))
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/retry"
+	"github.com/pgw-go/pgw/transport"
+)
+
+// pathCounter counts the commands a governed call sends, split into those on
+// the caller's path and those the outcome writer sends in the background
+// (admission.IsWrite).
+type pathCounter struct{ caller, writer atomic.Int64 }
+
+func (h *pathCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h *pathCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if !handshake(cmd) {
+			if admission.IsWrite(ctx) {
+				h.writer.Add(1)
+			} else {
+				h.caller.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *pathCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		if admission.IsWrite(ctx) {
+			h.writer.Add(1)
+		} else {
+			h.caller.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// BenchmarkRedisPing is the physical limit of the benchmarks below: one
+// PING round trip to the same kind of loopback redis-server.
+func BenchmarkRedisPing(b *testing.B) {
+	client := startRedis(b)
+	ctx := b.Context()
+	for b.Loop() {
+		if err := client.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRedisGovernedCallerPath is a governed call (retry.Run, one
+// source, Redis breaker and quota with RPM, TPM and MaxInFlight) the way a
+// gateway runs it: admission asks the breaker and the quota in one script
+// (gate.Admitter) and the outcome goes to the background writer. ns/op is
+// the caller's time; it reports the round trips on the caller's path and in
+// all, the Redis server's µs per call from INFO commandstats, and the
+// overhead as a multiple of one PING measured in the same run.
+func BenchmarkRedisGovernedCallerPath(b *testing.B) {
+	client := startRedis(b)
+	trips := &pathCounter{}
+	client.AddHook(trips)
+	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := admission.NewWriter(admission.WriterConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: rb, Quota: rq, Logger: discardLogger, Writer: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
+		return "ok", transport.Usage{TotalTokens: 7}, nil
+	}
+	ctx := b.Context()
+	if _, err := retry.Run(ctx, loop, 10, attempt); err != nil { // warm: scripts loaded, connections pooled
+		b.Fatal(err)
+	}
+	// PING in the same run, on the same server (testing.Benchmark cannot
+	// nest in a running benchmark).
+	var ping float64
+	{
+		const pings = 2000
+		start := time.Now()
+		for range pings {
+			if err := client.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ping = float64(time.Since(start).Nanoseconds()) / pings
+	}
+	if err := client.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	trips.caller.Store(0)
+	trips.writer.Store(0)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := w.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(trips.caller.Load()-1)/n, "callerroundtrips/call") // -1: CONFIG RESETSTAT is not a call's
+	b.ReportMetric(float64(trips.caller.Load()-1+trips.writer.Load())/n, "roundtrips/call")
+	elapsed := float64(b.Elapsed().Nanoseconds()) / n
+	b.ReportMetric(elapsed/ping, "pings/call")
+	b.ReportMetric(ping/1000, "pingµs")
+	usec, calls := commandStats(b, client)
+	b.ReportMetric(usec/n, "serverµs/call")
+	b.ReportMetric(calls/n, "commands/call")
+}
+
+// commandStats sums usec and calls of the EVALSHA/EVAL entries of INFO
+// commandstats.
+func commandStats(b *testing.B, c *goredis.Client) (usec, calls float64) {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		for _, f := range strings.Split(line[strings.Index(line, ":")+1:], ",") {
+			k, v, _ := strings.Cut(f, "=")
+			x, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "usec":
+				usec += x
+			case "calls":
+				calls += x
+			}
+		}
+	}
+	return usec, calls
+}

@@ -1,0 +1,88 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/gate"
+)
+
+// scriptAdmit is TryEnter and Acquire in one script: the two operations'
+// own bodies, each wrapped in a function, after both preludes.
+var scriptAdmit = goredis.NewScript(mustRead("lua/common.lua") + "\n" +
+	mustRead("lua/quota_common.lua") + "\n" +
+	"local function try_enter_body(KEYS, ARGV)\n" + mustRead("lua/try_enter.lua") + "\nend\n" +
+	"local function acquire_body(KEYS, ARGV)\n" + mustRead("lua/quota_acquire.lua") + "\nend\n" +
+	mustRead("lua/admit.lua"))
+
+var _ gate.Admitter = (*Quota)(nil)
+
+// Admit asks b.TryEnter(source) and, when it allows, Acquire(source,
+// estTokens), in one script and one round trip (gate.Admitter). It combines
+// with a *Breaker on the same prefix and scope, whose keys share the
+// source's slot; ok is false for any other breaker. A source without limits
+// costs the TryEnter alone.
+func (q *Quota) Admit(ctx context.Context, b gate.ProviderGate, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	rb, isRedis := b.(*Breaker)
+	if !isRedis || rb.prefix != q.prefix {
+		return d, p, qd, false, nil
+	}
+	s := q.sources[source]
+	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
+		_, _, err = q.Acquire(ctx, source, estTokens) // the same *gate.TokensError, no I/O
+		return d, p, qd, true, err
+	}
+	if s == nil {
+		if d, err = rb.TryEnter(ctx, source); err != nil || !d.Allowed {
+			return d, p, qd, true, err
+		}
+		return d, gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, true, nil
+	}
+	var id string
+	if s.limits.MaxInFlight > 0 {
+		id = newPermitID()
+	}
+	args := make([]any, 0, len(rb.policy)+10)
+	args = append(args, rb.policy...)
+	args = append(args, s.rates...)
+	args = append(args,
+		strconv.FormatInt(estTokens, 10),
+		strconv.Itoa(s.limits.MaxInFlight),
+		strconv.FormatInt(q.lease.Microseconds(), 10),
+		id,
+	)
+	keys := []string{rb.prefix + source + "}:cb", rb.prefix + source + "}:probes", s.keys[0], s.keys[1]}
+	v, err := runScript(ctx, q.c, scriptAdmit, keys, args...).Int64Slice()
+	if err != nil {
+		return d, p, qd, true, wrapErr(ctx, "Admit", source, err)
+	}
+	if len(v) != 10 {
+		return d, p, qd, true, replyError("Admit", source, v, 10)
+	}
+	st, err := state("Admit", source, v[1])
+	if err != nil {
+		return d, p, qd, true, err
+	}
+	d = gate.Decision{
+		Allowed:    v[0] == 1,
+		State:      st,
+		RetryAfter: micros(v[2]),
+		Probe:      v[3] == 1,
+		Token:      uint64(v[4]),
+		Generation: uint64(v[5]),
+		Forced:     gate.Force(v[6]),
+	}
+	if !d.Allowed {
+		return d, p, qd, true, nil
+	}
+	if v[7] == 1 {
+		return d, gate.Permit{Source: source, ID: id, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, true, nil
+	}
+	limit, err := limitName(source, v[9])
+	if err != nil {
+		return d, p, qd, true, err
+	}
+	return d, p, gate.QuotaDecision{RetryAfter: micros(v[8]), Limit: limit}, true, nil
+}

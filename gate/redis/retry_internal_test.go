@@ -1,0 +1,84 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// notHereScripter answers every EVALSHA with the next of its replies (nil:
+// success), then with the last one.
+type notHereScripter struct {
+	goredis.Scripter
+	replies []error
+	calls   int
+}
+
+func (s *notHereScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *goredis.Cmd {
+	cmd := goredis.NewCmd(ctx)
+	err := s.replies[min(s.calls, len(s.replies)-1)]
+	s.calls++
+	if err != nil {
+		cmd.SetErr(err)
+	} else {
+		cmd.SetVal(int64(7))
+	}
+	return cmd
+}
+
+func TestClusterRepliesAreUnreachableNeverScriptErrors(t *testing.T) {
+	for _, msg := range []string{
+		"TRYAGAIN Multiple keys request during rehashing of slot",
+		"ASK 3999 127.0.0.1:30002", "MOVED 3999 127.0.0.1:30002",
+		"CLUSTERDOWN The cluster is down", "LOADING Redis is loading the dataset in memory",
+		"MASTERDOWN Link with MASTER is down", "READONLY You can't write against a read only replica.",
+	} {
+		err := wrapErr(context.Background(), "TryEnter", "hot", replyErr(msg))
+		assert.ErrorIs(t, err, ErrUnreachable, msg)
+		assert.NotContains(t, err.Error(), "script error", msg)
+	}
+	err := wrapErr(context.Background(), "TryEnter", "hot", replyErr("ERR user_script:1: bad"))
+	assert.False(t, errors.Is(err, ErrUnreachable))
+	assert.Contains(t, err.Error(), "script error")
+}
+
+func TestRunScriptRetriesAMigratingSlotWithinItsBudget(t *testing.T) {
+	s := goredis.NewScript("return 7")
+	c := &notHereScripter{replies: []error{replyErr("TRYAGAIN x"), replyErr("ASK 1 a:1"), nil}}
+	v, err := runScript(context.Background(), c, s, []string{"k"}).Int64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 7, v)
+	assert.Equal(t, 3, c.calls)
+
+	// A script error is not retried.
+	c = &notHereScripter{replies: []error{replyErr("ERR boom"), nil}}
+	require.Error(t, runScript(context.Background(), c, s, []string{"k"}).Err())
+	assert.Equal(t, 1, c.calls)
+
+	// A migration that outlasts the budget ends in the last reply, within
+	// the budget.
+	c = &notHereScripter{replies: []error{replyErr("TRYAGAIN x")}}
+	start := time.Now()
+	err = runScript(context.Background(), c, s, []string{"k"}).Err()
+	assert.True(t, notServed(err))
+	assert.Less(t, time.Since(start), retryBudget+200*time.Millisecond)
+	assert.Greater(t, c.calls, 2)
+
+	// And never past the caller's deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	c = &notHereScripter{replies: []error{replyErr("TRYAGAIN x")}}
+	start = time.Now()
+	_ = runScript(ctx, c, s, []string{"k"})
+	assert.Less(t, time.Since(start), 20*time.Millisecond+50*time.Millisecond)
+}
