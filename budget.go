@@ -32,9 +32,13 @@ func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc 
 			return err
 		}
 		g.preloadBudget = b.Preload
-		// During an outage the budget is served locally, whatever
-		// PGW_REDIS_DOWN says: it only ever holds calls back.
-		if adv.Budget, err = redis.NewBudgetFailover(b, memory.NewBudget(), log); err != nil {
+		if s.Redis.Down == config.RedisFailClosed {
+			// The quota and breaker gates fail the call before the
+			// budget is asked; a store error of its own admits the call.
+			adv.Budget = b
+		} else if adv.Budget, err = redis.NewBudgetFailover(b, memory.NewBudget(), log); err != nil {
+			// During an outage the budget is served locally, like the
+			// quota under fail_open: it only ever holds calls back.
 			return err
 		}
 	} else {

@@ -140,11 +140,15 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 	}
 }
 
-// count sorts a lost script by its keys and arguments (EVALSHA sha numkeys
-// keys… args…): an Acquire names the quota bucket and the in-flight set, a
-// Release the in-flight set alone; a breaker script with 11 policy
-// arguments is a TryEnter (or a Snapshot, which workers do not call), with
-// 15 a Record.
+// count sorts a lost script by the keys it names (EVALSHA sha numkeys
+// keys… args…): a script that names a source's in-flight set may have taken
+// or kept an in-flight lease (Acquire, Release, the combined admission, an
+// outcome's give-back), one that names its breaker record may have granted
+// or kept a probe lease (TryEnter, Record, the combined admission). A
+// script naming both is counted as both. The split between taking and
+// freeing is by the quota bucket's key (only the taking scripts name it
+// first) and, for the breaker, by argument count — both sums are what the
+// checks read.
 func (h *lostHook) count(args []any) {
 	name, _ := args[0].(string)
 	if len(args) < 4 || !strings.HasPrefix(strings.ToLower(name), "eval") {
@@ -158,22 +162,37 @@ func (h *lostHook) count(args []any) {
 	case int64:
 		n = int(v)
 	}
-	keys := make([]string, 0, 2)
+	var inflight, quotaFirst, cb bool
 	for i := 0; i < n && 3+i < len(args); i++ {
 		k, _ := args[3+i].(string)
-		keys = append(keys, k)
+		switch {
+		case strings.HasSuffix(k, "}:inflight"):
+			inflight = true
+		case strings.HasSuffix(k, "}:quota") && i == 0:
+			quotaFirst = true
+		case strings.HasSuffix(k, "}:cb"):
+			cb = true
+		}
 	}
 	rest := len(args) - 3 - n
-	switch {
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:quota") && strings.HasSuffix(keys[1], "}:inflight"):
-		h.acquire.Add(1)
-	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
-		h.release.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 11:
-		h.tryEnter.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 15:
-		h.record.Add(1)
-	default:
+	counted := false
+	if inflight {
+		if quotaFirst || cb {
+			h.acquire.Add(1)
+		} else {
+			h.release.Add(1)
+		}
+		counted = true
+	}
+	if cb {
+		if rest > 13 && !inflight {
+			h.record.Add(1)
+		} else {
+			h.tryEnter.Add(1)
+		}
+		counted = true
+	}
+	if !counted {
 		h.other.Add(1)
 	}
 }
