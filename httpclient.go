@@ -3,10 +3,9 @@ package pgw
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"time"
 
+	"github.com/pgw-go/pgw/internal/upstreamhttp"
 	"github.com/pgw-go/pgw/retry"
 )
 
@@ -140,26 +139,10 @@ type verdictKey struct{}
 func (g *GatewayClient) upstreamClient() *http.Client {
 	g.sdkOnce.Do(func() {
 		if g.sdkHTTP == nil {
-			g.sdkHTTP, g.ownSDKHTTP = newUpstreamClient(), true
+			g.sdkHTTP, g.ownSDKHTTP = upstreamhttp.NewClient(), true
 		}
 	})
 	return g.sdkHTTP
-}
-
-// newUpstreamClient bounds connection set-up only: each attempt's time is
-// bounded through its context.
-func newUpstreamClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-	}}
 }
 
 // withVerdict returns a copy of req whose context carries the pgw error.

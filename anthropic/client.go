@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/internal/upstreamhttp"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
@@ -63,7 +63,7 @@ func WithNow(now func() time.Time) Option {
 // New returns a client with a dedicated connection pool, or the http.Client
 // given by WithHTTPClient.
 func New(opts ...Option) *Client {
-	c := &Client{hc: defaultHTTPClient(), now: time.Now}
+	c := &Client{hc: upstreamhttp.NewClient(), now: time.Now}
 	for _, o := range opts {
 		o(c)
 	}
@@ -78,22 +78,6 @@ var (
 	_ transport.ChatTransport = (*Client)(nil)
 	_ transport.ChatValidator = (*Client)(nil)
 )
-
-// defaultHTTPClient bounds connection set-up only: the attempt's total time
-// is the caller's ctx.
-func defaultHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-	}}
-}
 
 // post sends payload to the source's messages endpoint and returns the
 // response when its status is 2xx; any other status is read, closed and

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/internal/upstreamhttp"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
@@ -57,7 +57,7 @@ func WithNow(now func() time.Time) Option {
 // New returns a client with a dedicated connection pool, or the http.Client
 // given by WithHTTPClient.
 func New(opts ...Option) *Client {
-	c := &Client{hc: defaultHTTPClient(), now: time.Now}
+	c := &Client{hc: upstreamhttp.NewClient(), now: time.Now}
 	for _, o := range opts {
 		o(c)
 	}
@@ -74,24 +74,6 @@ var (
 	_ transport.EmbedTransport = (*Client)(nil)
 	_ transport.OCRTransport   = (*Client)(nil)
 )
-
-// defaultHTTPClient bounds connection set-up only: the attempt's total time,
-// first-token time included, is the caller's ctx (see the package doc).
-func defaultHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConns:          256,
-		// Many concurrent attempts go to few hosts; the default of 2 idle
-		// connections per host would redial constantly.
-		MaxIdleConnsPerHost: 64,
-	}}
-}
 
 // endpoint joins path onto the source's base URL (which includes /v1),
 // keeping the base URL's query (Azure's api-version).
