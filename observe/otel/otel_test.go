@@ -479,3 +479,39 @@ func TestCustomCall(t *testing.T) {
 	_, ok := m["pgw_calls_total"]
 	assert.True(t, ok)
 }
+
+// The governed http.Client sends the attempt's trace context too, whole
+// answers and streams alike.
+func TestTraceparentReachesUpstreamThroughHTTPClient(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":           "CHAT",
+		"CHAT__SOURCES":        "solo",
+		"CHAT__SOLO__BASE_URL": up.URL,
+	})
+	hc := r.gw.HTTPClient("CHAT")
+	for _, stream := range []bool{false, true} {
+		r.spans.Reset()
+		ctx, root := r.caller.Start(context.Background(), "handler")
+		body := `{"model":"sdk-model","messages":[{"role":"user","content":"hi"}]}`
+		if stream {
+			body = `{"model":"sdk-model","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, pgw.SDKBaseURL+"chat/completions", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		root.End()
+
+		atts := r.ended()[pgwotel.SpanAttempt]
+		require.Len(t, atts, 1, "stream=%v", stream)
+		att := atts[0]
+		want := "00-" + att.SpanContext.TraceID().String() + "-" + att.SpanContext.SpanID().String() + "-01"
+		assert.Equal(t, want, up.LastRequest(testutil.Chat).Header.Get("traceparent"), "stream=%v", stream)
+		assert.Equal(t, root.SpanContext().TraceID(), att.SpanContext.TraceID())
+	}
+}
