@@ -241,9 +241,10 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	start := func(t *admission.Ticket, hedge bool) {
 		lg := &leg{t: t, hedge: hedge, ar: rep.beginAttempt(t, *attempts)}
 		src := l.sources[t.Source]
-		actx, cancel := context.WithCancel(ctx)
+		lctx := lg.ar.context(ctx) // the observer's attempt ctx (trace context)
+		actx, cancel := context.WithCancel(lctx)
 		if src.Timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, src.Timeout)
+			actx, cancel = context.WithTimeout(lctx, src.Timeout)
 		}
 		lg.cancel = cancel
 		legs = append(legs, lg)
