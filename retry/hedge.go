@@ -246,9 +246,10 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		if src.Timeout > 0 {
 			actx, cancel = context.WithTimeout(lctx, src.Timeout)
 		}
+		actx, heard := listen(actx, l.adm, t.Source)
 		lg.cancel = cancel
 		legs = append(legs, lg)
-		go runLeg(ctx, actx, l, lg, src, attempt, out)
+		go runLeg(ctx, actx, l, lg, src, heard, attempt, out)
 	}
 	start(first, false)
 	running := 1
@@ -394,7 +395,7 @@ func (l *Loop) wasted(rep *report, lg *leg, primary string) {
 // runLeg runs one attempt of a race on its own goroutine and delivers its
 // result, unless the race declared the leg lost first: then the leg gives
 // its admission back itself, Released.
-func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, attempt attemptFunc[T], out chan<- legResult[T]) {
+func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attemptFunc[T], out chan<- legResult[T]) {
 	h := &hold{ticket: lg.t, cancel: lg.cancel, rep: lg.ar, start: l.clock.Now()}
 	r := legResult[T]{leg: lg, h: h, outcome: observe.OutcomePanic}
 	defer func() {
@@ -404,6 +405,9 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 				r.panicked = errPanicked
 			}
 		}
+		// Before any give-back: the budget hears the answer before the
+		// slot frees, as for an attempt that runs alone.
+		heard.apply(ctx, l.adm, lg.t.Source)
 		if lg.state.CompareAndSwap(legRunning, legDelivered) {
 			out <- r
 			return
