@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -95,4 +96,45 @@ func TestLimitsFromHeadersReplaceTheConfiguredRPM(t *testing.T) {
 	snap, err := gw.Snapshot(ctx, "EMBEDDING", "up")
 	require.NoError(t, err)
 	assert.Equal(t, gate.Limits{RPM: 1}, snap.Configured, "the configured limit is still shown")
+}
+
+// TestHedgedAttemptsReadTheAdvertisedBudget: a hedge that wins reports the
+// budget its upstream advertised, as an attempt that runs alone does.
+func TestHedgedAttemptsReadTheAdvertisedBudget(t *testing.T) {
+	var left, calls atomic.Int64
+	left.Store(50)
+	url := advertisingUpstream(t, &left, &calls)
+	stop := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(stop) })
+	gw, rec := newGateway(t, map[string]string{
+		"EMBEDDING__SOURCES":         "slow,up",
+		"EMBEDDING__HEDGE_AFTER_S":   "0.01",
+		"EMBEDDING__SLOW__BASE_URL":  slow.URL + "/v1",
+		"EMBEDDING__SLOW__MODEL":     "m",
+		"EMBEDDING__SLOW__PRIORITY":  "0",
+		"EMBEDDING__UP__BASE_URL":    url,
+		"EMBEDDING__UP__MODEL":       "m",
+		"EMBEDDING__UP__RPM":         "100",
+		"EMBEDDING__UP__PRIORITY":    "1",
+		"EMBEDDING__POLL_INTERVAL_S": "0.01",
+	})
+	ctx := context.Background()
+	_, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}})
+	require.NoError(t, err)
+	assert.Contains(t, rec.Outcomes(), "up:success")
+
+	snap, err := gw.Snapshot(ctx, "EMBEDDING", "up")
+	require.NoError(t, err)
+	require.NotNil(t, snap.Advertised, "the hedge's answer was read")
+	assert.Equal(t, int64(50), snap.Advertised.Requests.Remaining)
+	require.Eventually(t, func() bool { return len(rec.Outcomes()) == 2 }, 5*time.Second, time.Millisecond)
+	assert.ElementsMatch(t, []string{"slow:hedge_lost", "up:success"}, rec.Outcomes())
 }

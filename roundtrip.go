@@ -17,6 +17,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/sdkhttp"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
@@ -230,6 +231,7 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 	// body must be read as the upstream meant it (events, usage).
 	out.Header.Del("Accept-Encoding")
 	provider.SetAuth(out.Header, src.Provider, src.APIKey.Reveal())
+	observe.InjectHeaders(ctx, out.Header) // an observer's trace context
 	resp, err := a.g.upstreamClient().Do(out)
 	if err != nil {
 		return nil, redactErr(err, target)
@@ -241,7 +243,9 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case isEventStream(ct):
-		return sdkhttp.NewEvents(resp), nil
+		ev := sdkhttp.NewEvents(resp)
+		ev.OnModel = func(m string) { observe.NoteResponseModel(ctx, m) }
+		return ev, nil
 	case isJSON(ct) || resp.ContentLength >= 0 && resp.ContentLength <= 1<<20:
 		b, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
@@ -251,6 +255,8 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 		it := sdkhttp.Item{Raw: b, Content: true, Terminal: true}
 		if isJSON(ct) {
 			it.Usage = sdkhttp.JSONUsage(b)
+			it.Model = sdkhttp.JSONModel(b)
+			observe.NoteResponseModel(ctx, it.Model)
 		}
 		return &sdkhttp.Whole{Resp: resp, Item: it}, nil
 	}

@@ -1,6 +1,9 @@
 package observe
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // OutcomeHedgeLost is the AttemptRecord.Outcome of an attempt that lost a
 // hedge race: another attempt of its call delivered first, and this one was
@@ -74,5 +77,23 @@ func (m multi) ObserveHedge(e Hedge) {
 func deliverHedge(o Full, e Hedge) {
 	if h, ok := o.(HedgeObserver); ok {
 		h.ObserveHedge(e)
+	}
+}
+
+// HedgeContextObserver is a ContextObserver that also wants each hedging
+// event with the ctx of the call it belongs to (the ctx its StartCall
+// returned), as a tracer does to put the event on the call's span. It is
+// called besides ObserveHedge, only for calls that find the observer enabled.
+// Multi passes the event to each member that implements it.
+type HedgeContextObserver interface {
+	ObserveHedgeContext(ctx context.Context, e Hedge)
+}
+
+// ObserveHedgeContext passes e to the members that want it with the ctx.
+func (m multi) ObserveHedgeContext(ctx context.Context, e Hedge) {
+	for _, o := range m {
+		if h, ok := o.(HedgeContextObserver); ok {
+			h.ObserveHedgeContext(ctx, e)
+		}
 	}
 }

@@ -241,13 +241,15 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	start := func(t *admission.Ticket, hedge bool) {
 		lg := &leg{t: t, hedge: hedge, ar: rep.beginAttempt(t, *attempts)}
 		src := l.sources[t.Source]
-		actx, cancel := context.WithCancel(ctx)
+		lctx := lg.ar.context(ctx) // the observer's attempt ctx (trace context)
+		actx, cancel := context.WithCancel(lctx)
 		if src.Timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, src.Timeout)
+			actx, cancel = context.WithTimeout(lctx, src.Timeout)
 		}
+		actx, heard := listen(actx, l.adm, t.Source)
 		lg.cancel = cancel
 		legs = append(legs, lg)
-		go runLeg(ctx, actx, l, lg, src, attempt, out)
+		go runLeg(ctx, actx, l, lg, src, heard, attempt, out)
 	}
 	start(first, false)
 	running := 1
@@ -295,7 +297,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		}
 		for _, lg := range legs {
 			if lg != keep {
-				l.wasted(lg, first.Source)
+				l.wasted(rep, lg, first.Source)
 			}
 		}
 	}
@@ -305,7 +307,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		case <-timerC:
 			timerC = nil
 			chances--
-			l.fireHedge(ctx, hc, first.Source, legs, attempts, start, &running)
+			l.fireHedge(ctx, rep, hc, first.Source, legs, attempts, start, &running)
 			arm(legs[len(legs)-1].t.Source)
 		case r := <-out:
 			r.leg.got = true
@@ -321,7 +323,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				lose(r.leg)
 				if r.leg.hedge {
 					r.leg.told = true
-					l.hedgeEvent(observe.HedgeWon, r.leg.t.Source, first.Source)
+					l.hedgeEvent(rep, observe.HedgeWon, r.leg.t.Source, first.Source)
 				}
 				if rep != nil {
 					rep.source = r.leg.t.Source
@@ -341,7 +343,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				return zero, r.class, r.err
 			}
 			finishLeg(ctx, l, r, resultOf(r.class))
-			l.wasted(r.leg, first.Source)
+			l.wasted(rep, r.leg, first.Source)
 			if running == 0 {
 				return zero, r.class, r.err
 			}
@@ -359,10 +361,10 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 
 // fireHedge starts one hedge when the budget and admission allow: a round
 // over the sources the call does not run yet, which never waits.
-func (l *Loop) fireHedge(ctx context.Context, hc *hedgeCall, primary string, legs []*leg, attempts *int,
+func (l *Loop) fireHedge(ctx context.Context, rep *report, hc *hedgeCall, primary string, legs []*leg, attempts *int,
 	start func(*admission.Ticket, bool), running *int) {
 	if !hc.h.take() {
-		l.hedgeEvent(observe.HedgeSkippedBudget, "", primary)
+		l.hedgeEvent(rep, observe.HedgeSkippedBudget, "", primary)
 		return
 	}
 	exclude := make([]string, len(legs))
@@ -372,28 +374,28 @@ func (l *Loop) fireHedge(ctx context.Context, hc *hedgeCall, primary string, leg
 	t, _, err := hc.call.PickOther(ctx, hc.est, exclude)
 	if err != nil || t == nil {
 		hc.h.refund()
-		l.hedgeEvent(observe.HedgeSkippedNoSource, "", primary)
+		l.hedgeEvent(rep, observe.HedgeSkippedNoSource, "", primary)
 		return
 	}
 	hc.fired++
 	*attempts++
 	*running++
-	l.hedgeEvent(observe.HedgeFired, t.Source, primary)
+	l.hedgeEvent(rep, observe.HedgeFired, t.Source, primary)
 	start(t, true)
 }
 
 // wasted reports a hedge leg that did not win, once.
-func (l *Loop) wasted(lg *leg, primary string) {
+func (l *Loop) wasted(rep *report, lg *leg, primary string) {
 	if lg.hedge && !lg.told {
 		lg.told = true
-		l.hedgeEvent(observe.HedgeWasted, lg.t.Source, primary)
+		l.hedgeEvent(rep, observe.HedgeWasted, lg.t.Source, primary)
 	}
 }
 
 // runLeg runs one attempt of a race on its own goroutine and delivers its
 // result, unless the race declared the leg lost first: then the leg gives
 // its admission back itself, Released.
-func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, attempt attemptFunc[T], out chan<- legResult[T]) {
+func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attemptFunc[T], out chan<- legResult[T]) {
 	h := &hold{ticket: lg.t, cancel: lg.cancel, rep: lg.ar, start: l.clock.Now()}
 	r := legResult[T]{leg: lg, h: h, outcome: observe.OutcomePanic}
 	defer func() {
@@ -403,6 +405,9 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 				r.panicked = errPanicked
 			}
 		}
+		// Before any give-back: the budget hears the answer before the
+		// slot frees, as for an attempt that runs alone.
+		heard.apply(ctx, l.adm, lg.t.Source)
 		if lg.state.CompareAndSwap(legRunning, legDelivered) {
 			out <- r
 			return
@@ -468,12 +473,19 @@ func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 	r.leg.cancel()
 }
 
-// hedgeEvent reports a hedge to the observer, when it wants hedges.
-func (l *Loop) hedgeEvent(event, source, primary string) {
-	if l.hedgeObs == nil {
+// hedgeEvent reports a hedge to the observer, when it wants hedges, and
+// with the call's ctx to a ContextObserver that wants them so.
+func (l *Loop) hedgeEvent(rep *report, event, source, primary string) {
+	if l.hedgeObs == nil && (rep == nil || rep.ctx == nil) {
 		return
 	}
-	l.hedgeObs.ObserveHedge(observe.Hedge{
-		Scope: l.scope, Source: source, Primary: primary, Event: event, At: l.clock.Now(),
-	})
+	e := observe.Hedge{Scope: l.scope, Source: source, Primary: primary, Event: event, At: l.clock.Now()}
+	if l.hedgeObs != nil {
+		l.hedgeObs.ObserveHedge(e)
+	}
+	if rep != nil && rep.ctx != nil {
+		if hc, ok := rep.tr.(observe.HedgeContextObserver); ok {
+			hc.ObserveHedgeContext(rep.ctx, e)
+		}
+	}
 }

@@ -142,7 +142,7 @@ func openItems[T any](ctx, actx context.Context, l *Loop, src config.Source, spe
 			break
 		}
 	}
-	h.rep.firstChunk()
+	h.firstChunk(l)
 	if s.end == io.EOF {
 		// Complete within the read-ahead: the loop records the success and
 		// gives the admission back as the attempt returns.
@@ -308,6 +308,21 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	if s.spec.OnEnd != nil {
 		s.spec.OnEnd()
 	}
+}
+
+// discard gives back a stream that lost a hedge race: its items are closed,
+// its admission Released with the tokens it reported, its attempt reported
+// as lost. OnEnd does not run and the call's end is not reported: the
+// winner's stream does both. Nothing of it reaches the caller.
+func (s *ItemStream[T]) discard() {
+	if !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	_ = s.closeItems()
+	usage := s.Usage()
+	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
+	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
+	s.cancel()
 }
 
 // closeItems closes the inner stream once.

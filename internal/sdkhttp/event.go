@@ -37,16 +37,21 @@ type Item struct {
 	Err error
 	// Usage is the token usage the item reports, if any.
 	Usage *transport.Usage
+	// Model is the model the item says answered, if it names one.
+	Model string
 }
 
 // Events reads a text/event-stream body one event at a time. Recv returns
 // io.EOF after the terminal event, and ErrNoTerminalEvent (wrapped) when the
 // body ends without one. Not safe for concurrent use, except Close.
 type Events struct {
-	Resp    *http.Response
+	Resp *http.Response
+	// OnModel, when set, is called with the first model an event names.
+	OnModel func(model string)
 	r       *bufio.Reader
 	started bool
 	ended   bool
+	modeled bool
 }
 
 // NewEvents reads resp's body as server-sent events.
@@ -133,14 +138,33 @@ var errorTypes = map[string]bool{
 
 // eventJSON is what an event's data says about its kind and usage.
 type eventJSON struct {
-	Type     string                      `json:"type"`
-	Error    json.RawMessage             `json:"error"`
-	Usage    *usageJSON                  `json:"usage"`
-	Message  *struct{ Usage *usageJSON } `json:"message"`
+	Type    string          `json:"type"`
+	Error   json.RawMessage `json:"error"`
+	Usage   *usageJSON      `json:"usage"`
+	Model   string          `json:"model"`
+	Message *struct {
+		Usage *usageJSON `json:"usage"`
+		Model string     `json:"model"`
+	} `json:"message"`
 	Response *struct {
 		Usage *usageJSON      `json:"usage"`
 		Error json.RawMessage `json:"error"`
+		Model string          `json:"model"`
 	} `json:"response"`
+}
+
+// model is the model an event names: its own, its message's (Anthropic's
+// message_start) or its response's (OpenAI Responses).
+func (ev *eventJSON) model() string {
+	switch {
+	case ev.Model != "":
+		return ev.Model
+	case ev.Message != nil && ev.Message.Model != "":
+		return ev.Message.Model
+	case ev.Response != nil:
+		return ev.Response.Model
+	}
+	return ""
 }
 
 func (e *Events) item(raw, name []byte, data [][]byte) Item {
@@ -172,6 +196,13 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 	}
 	if isJSON {
 		it.Usage = eventUsage(&ev)
+		it.Model = ev.model()
+		if it.Model != "" && !e.modeled {
+			e.modeled = true
+			if e.OnModel != nil {
+				e.OnModel(it.Model)
+			}
+		}
 	}
 	if !e.started {
 		it.Content = !isJSON && len(bytes.TrimSpace(d)) > 0 || isJSON && carriesContent(d)

@@ -64,3 +64,30 @@ func JSONUsage(body []byte) *transport.Usage {
 	}
 	return u.usage()
 }
+
+// JSONModel reads the model a JSON answer names at its top level ("model"),
+// without decoding the rest of it into values; empty when there is none.
+func JSONModel(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key, _ := tok.(string); key == "model" {
+			var m string
+			if dec.Decode(&m) != nil {
+				return ""
+			}
+			return m
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}

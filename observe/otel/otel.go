@@ -93,6 +93,7 @@ type Observer struct {
 	inFlight   metric.Int64UpDownCounter
 	attemptDur metric.Float64Histogram
 	waitDur    metric.Float64Histogram
+	hedges     metric.Int64Counter
 
 	servers sync.Map // base URL → serverAttrs
 	sets    attrSets // the attribute sets of pgw's own metrics
@@ -180,6 +181,8 @@ func (ob *Observer) instruments(m metric.Meter) {
 	ob.waitDur, _ = m.Float64Histogram("pgw_wait_duration_seconds",
 		metric.WithDescription("Time calls waited for a runnable source."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(WaitBuckets...))
+	ob.hedges, _ = m.Int64Counter("pgw_hedges_total",
+		metric.WithDescription("Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge)."))
 }
 
 // Enabled reports whether the observer records anything now: false while

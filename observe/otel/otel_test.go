@@ -479,3 +479,126 @@ func TestCustomCall(t *testing.T) {
 	_, ok := m["pgw_calls_total"]
 	assert.True(t, ok)
 }
+
+// The governed http.Client sends the attempt's trace context too, whole
+// answers and streams alike.
+func TestTraceparentReachesUpstreamThroughHTTPClient(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":           "CHAT",
+		"CHAT__SOURCES":        "solo",
+		"CHAT__SOLO__BASE_URL": up.URL,
+	})
+	hc := r.gw.HTTPClient("CHAT")
+	for _, stream := range []bool{false, true} {
+		r.spans.Reset()
+		ctx, root := r.caller.Start(context.Background(), "handler")
+		body := `{"model":"sdk-model","messages":[{"role":"user","content":"hi"}]}`
+		if stream {
+			body = `{"model":"sdk-model","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, pgw.SDKBaseURL+"chat/completions", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		root.End()
+
+		atts := r.ended()[pgwotel.SpanAttempt]
+		require.Len(t, atts, 1, "stream=%v", stream)
+		att := atts[0]
+		want := "00-" + att.SpanContext.TraceID().String() + "-" + att.SpanContext.SpanID().String() + "-01"
+		assert.Equal(t, want, up.LastRequest(testutil.Chat).Header.Get("traceparent"), "stream=%v", stream)
+		assert.Equal(t, root.SpanContext().TraceID(), att.SpanContext.TraceID())
+	}
+}
+
+// A hedged call shows its hedge on the call's span: fired and won by the
+// backup, and the lost attempt's span with its outcome; both attempts carry
+// their own trace context upstream; pgw_hedges_total counts the events.
+func TestHedgeEventsOnTheCallSpan(t *testing.T) {
+	primary, backup := testutil.NewUpstream(t), testutil.NewUpstream(t)
+	primary.SetDefault(testutil.Chat, testutil.Reply{FirstTokenDelay: time.Minute})
+	env := chatEnv(primary, backup)
+	env["CHAT__HEDGE_AFTER_S"] = "0.01"
+	r := newRig(t, env)
+	resp, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	require.Equal(t, "backup", resp.Source)
+
+	var calls, atts []tracetest.SpanStub
+	require.Eventually(t, func() bool {
+		calls, atts = nil, nil
+		for _, s := range r.spans.GetSpans() {
+			switch {
+			case s.Name == pgwotel.SpanCall:
+				calls = append(calls, s)
+			case s.SpanKind == trace.SpanKindClient:
+				atts = append(atts, s)
+			}
+		}
+		return len(calls) == 1 && len(atts) == 2
+	}, 5*time.Second, time.Millisecond)
+	var hedges []map[string]any
+	for _, e := range calls[0].Events {
+		if e.Name == pgwotel.EventHedge {
+			hedges = append(hedges, attrs(e.Attributes))
+		}
+	}
+	assert.Equal(t, []map[string]any{
+		{"pgw.hedge.outcome": "fired", "pgw.hedge.primary": "primary", "pgw.source": "backup"},
+		{"pgw.hedge.outcome": "won", "pgw.hedge.primary": "primary", "pgw.source": "backup"},
+	}, hedges)
+	outcomes := map[string]any{}
+	for _, a := range atts {
+		m := attrs(a.Attributes)
+		outcomes[m["pgw.source"].(string)] = m["pgw.outcome"]
+		assert.Equal(t, calls[0].SpanContext.SpanID(), a.Parent.SpanID(), "an attempt's span is the call's child")
+	}
+	assert.Equal(t, map[string]any{"primary": "hedge_lost", "backup": "success"}, outcomes)
+	for _, a := range atts {
+		up := primary
+		if attrs(a.Attributes)["pgw.source"] == "backup" {
+			up = backup
+		}
+		want := "00-" + a.SpanContext.TraceID().String() + "-" + a.SpanContext.SpanID().String() + "-01"
+		assert.Equal(t, want, up.LastRequest(testutil.Chat).Header.Get("traceparent"), "a hedge's request carries its own span")
+	}
+
+	sum, ok := r.metrics(t)["pgw_hedges_total"].(metricdata.Sum[int64])
+	require.True(t, ok, "pgw_hedges_total is recorded")
+	events := map[string]int64{}
+	for _, dp := range sum.DataPoints {
+		ev, _ := dp.Attributes.Value("event")
+		src, _ := dp.Attributes.Value("source")
+		events[ev.AsString()+":"+src.AsString()] += dp.Value
+	}
+	assert.Equal(t, map[string]int64{"fired:backup": 1, "won:backup": 1}, events)
+}
+
+// gen_ai.provider.name follows each source's PROVIDER.
+func TestProviderNameFollowsTheSource(t *testing.T) {
+	oa, az, an := testutil.NewUpstream(t), testutil.NewUpstream(t), testutil.NewUpstream(t)
+	oa.SetDefault(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable})
+	az.SetDefault(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable})
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":         "CHAT",
+		"CHAT__SOURCES":      "oa,az,an",
+		"CHAT__MAX_ATTEMPTS": "3",
+		"CHAT__OA__BASE_URL": oa.URL, "CHAT__OA__PRIORITY": "0",
+		"CHAT__AZ__BASE_URL": az.URL, "CHAT__AZ__PRIORITY": "1", "CHAT__AZ__PROVIDER": "azure",
+		"CHAT__AN__BASE_URL": an.URL, "CHAT__AN__PRIORITY": "2", "CHAT__AN__PROVIDER": "anthropic",
+	})
+	resp, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello, Model: "m"})
+	require.NoError(t, err)
+	require.Equal(t, "an", resp.Source)
+	got := map[string]any{}
+	for _, s := range r.ended()["chat m"] {
+		m := attrs(s.Attributes)
+		got[m["pgw.source"].(string)] = m["gen_ai.provider.name"]
+	}
+	assert.Equal(t, map[string]any{"oa": "openai", "az": "azure.ai.openai", "an": "anthropic"}, got)
+}
