@@ -133,7 +133,7 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 		err := next(ctx, cmds)
 		for _, c := range cmds {
 			if replyLost(c.Err()) {
-				h.other.Add(1) // RetryAfter's pipelined reads
+				h.count(c.Args()) // the writer's conclusions, RetryAfter's reads
 			}
 		}
 		return err
@@ -142,9 +142,9 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 
 // count sorts a lost script by its keys and arguments (EVALSHA sha numkeys
 // keys… args…): an Acquire names the quota bucket and the in-flight set, a
-// Release the in-flight set alone; a breaker script with 11 policy
+// Release the in-flight set alone; a breaker script with 13 policy
 // arguments is a TryEnter (or a Snapshot, which workers do not call), with
-// 15 a Record.
+// 17 (the policy, outcome and the decision's three) a Record.
 func (h *lostHook) count(args []any) {
 	name, _ := args[0].(string)
 	if len(args) < 4 || !strings.HasPrefix(strings.ToLower(name), "eval") {
@@ -169,14 +169,32 @@ func (h *lostHook) count(args []any) {
 		h.acquire.Add(1)
 	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
 		h.release.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 11:
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 13:
 		h.tryEnter.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 15:
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 17:
 		h.record.Add(1)
+	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
+		// An admission: a probe lease and an in-flight lease it may hold.
+		h.tryEnter.Add(1)
+		h.acquire.Add(1)
+	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == concludeArgs:
+		// A conclusion: a probe lease and an in-flight lease it may not
+		// have freed.
+		h.record.Add(1)
+		h.release.Add(1)
 	default:
 		h.other.Add(1)
 	}
 }
+
+// The argument counts of the combined scripts (gate/redis admit.go and
+// conclude.go): the breaker policy's 13, then the admission's 10 (rates,
+// estimate, MaxInFlight, lease, permit ID) or the conclusion's 9 (outcome,
+// decision's 3, TPM rate's 3, correction, permit ID).
+const (
+	admitArgs    = 13 + 10
+	concludeArgs = 13 + 9
+)
 
 func (h *lostHook) counts() LostReplies {
 	return LostReplies{Acquire: h.acquire.Load(), Release: h.release.Load(), TryEnter: h.tryEnter.Load(),
