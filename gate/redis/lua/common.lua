@@ -111,9 +111,11 @@ local function save(r, keys)
   end
   if r.exists and r.fo == FORCE_NONE then
     redis.call('PEXPIRE', keys[1], int(P.ttl))
-    -- Only a HalfOpen phase holds probe leases: every move to Closed or
-    -- Open deletes the set, so refreshing it then would be a wasted call.
-    redis.call('PEXPIRE', keys[2], int(P.ttl))
+    -- A Closed record holds no probe lease: every move to Closed deletes
+    -- the set, so refreshing it then would be a wasted call.
+    if r.st ~= CLOSED then
+      redis.call('PEXPIRE', keys[2], int(P.ttl))
+    end
   end
 end
 
