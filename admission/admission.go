@@ -119,8 +119,9 @@ type SourceAdmission struct {
 	balance     Balance
 	adv         *advertiser // nil: no advertised budget
 	writer      *Writer
-	admitter    gate.Admitter // the quota gate when it can admit with the breaker
-	probes      []probeWait   // by selector index: probe outcomes in the writer
+	admitter    gate.Admitter  // the quota gate when it can admit with the breaker
+	concluder   gate.Concluder // the quota gate when it can give back with the breaker
+	probes      []probeWait    // by selector index: probe outcomes in the writer
 }
 
 // New validates cfg and returns the scope's admission.
@@ -191,6 +192,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 	}
 	if ad, ok := cfg.Quota.(gate.Admitter); ok {
 		a.admitter = ad
+	}
+	if co, ok := cfg.Quota.(gate.Concluder); ok {
+		a.concluder = co
 	}
 	if a.memo == nil {
 		a.memo = NewMemo()

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgw-go/pgw/gate"
 )
 
 // Writer defaults.
@@ -34,8 +36,8 @@ type WriterConfig struct {
 	// worker is one goroutine, started by NewWriter, whatever the number of
 	// calls.
 	Workers int
-	// Timeout bounds each write: the breaker Record and the quota give-back
-	// of one outcome (default 1 s).
+	// Timeout bounds each write: one worker round's outcomes of a scope,
+	// written together (default 1 s).
 	Timeout time.Duration
 	// Logger receives failed writes and drops, each kind at most once a
 	// second (default slog.Default()).
@@ -65,7 +67,12 @@ type WriterStats struct {
 //
 // Outcomes wait in a bounded queue and a fixed set of workers writes them,
 // each write bounded by WriterConfig.Timeout, so a slow or silent store costs
-// queue space, not callers' time, and no goroutine is started per call.
+// queue space, not callers' time, and no goroutine is started per call. A
+// worker takes what is queued (up to 128 outcomes) and writes each scope's
+// share as one batch: when the scope's quota gate is a gate.Concluder (both
+// backends are), each outcome is one operation — on Redis one script doing
+// the breaker Record and the quota Finish in the source's slot — and the
+// batch one pipeline, one round trip.
 //
 // A full queue drops the outcome (WriterStats.Dropped, and a log line at
 // most once a second) instead of making the caller wait: a dropped or failed
@@ -186,29 +193,117 @@ func (w *Writer) rateOK(last *atomic.Int64) bool {
 	return now-prev >= int64(time.Second) && last.CompareAndSwap(prev, now)
 }
 
+// maxBatch bounds how many queued outcomes one worker writes in one round.
+const maxBatch = 128
+
+// work writes outcomes in rounds: it waits for one, takes whatever else is
+// queued (up to maxBatch), and writes the round's outcomes of each scope as
+// one batch — on Redis one script per outcome, all in one pipeline — bounded
+// by the write timeout.
 func (w *Writer) work() {
 	defer w.wg.Done()
+	batch := make([]pending, 0, maxBatch)
+	var cs []gate.Conclusion
 	for p := range w.q {
+		batch = append(batch[:0], p)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case p, ok := <-w.q:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
 		if w.base.Err() != nil {
-			w.dropped.Add(1)
-			p.t.a.probeWritten(p.t)
+			for _, p := range batch {
+				w.dropped.Add(1)
+				p.t.a.probeWritten(p.t)
+			}
 			continue
 		}
-		ctx, cancel := context.WithTimeout(w.base, w.timeout)
-		ctx = valuesOf{Context: ctx, values: p.ctx}
-		err := p.t.giveBackNow(ctx, p.r)
-		cancel()
-		p.t.a.probeWritten(p.t)
-		if err != nil {
+		// One batch per scope, in queue order within each.
+		for len(batch) > 0 {
+			a := batch[0].t.a
+			n := 0
+			rest := batch[:0:0]
+			for _, p := range batch {
+				if p.t.a == a {
+					batch[n] = p
+					n++
+				} else {
+					rest = append(rest, p)
+				}
+			}
+			cs = w.write(a, batch[:n], cs)
+			batch = append(batch[:0], rest...)
+		}
+	}
+}
+
+// write gives back one scope's outcomes: in one Conclude when the scope's
+// quota gate is a gate.Concluder that combines with its breaker, else one
+// by one. cs is scratch space, returned for reuse.
+func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) []gate.Conclusion {
+	ctx, cancel := context.WithTimeout(w.base, w.timeout)
+	defer cancel()
+	wctx := valuesOf{Context: ctx, values: ps[0].ctx}
+	errs := make([]error, len(ps))
+	concluded := false
+	if a.concluder != nil {
+		cs = cs[:0]
+		for _, p := range ps {
+			o := p.r.Outcome
+			if !o.Valid() {
+				o = gate.Released
+			}
+			cs = append(cs, gate.Conclusion{
+				Source: p.t.Source, Decision: p.t.Decision, Outcome: o,
+				Permit: p.t.permit, HasPermit: p.t.hasPermit, Tokens: p.r.Tokens,
+			})
+		}
+		if concluded = a.concluder.Conclude(wctx, a.breaker, cs); concluded {
+			for i, p := range ps {
+				c := &cs[i]
+				if c.Err != nil {
+					errs[i] = fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, p.t.Source, c.Err)
+					continue
+				}
+				a.w.afterRecord(valuesOf{Context: ctx, values: p.ctx}, p.t.idx, c.Outcome, c.Update)
+			}
+		}
+	}
+	var dropped []bool
+	if !concluded {
+		dropped = make([]bool, len(ps))
+		for i, p := range ps {
+			if w.base.Err() != nil {
+				dropped[i] = true // Close gave up before its turn
+				continue
+			}
+			errs[i] = p.t.giveBackNow(valuesOf{Context: ctx, values: p.ctx}, p.r)
+		}
+	}
+	for i, p := range ps {
+		a.probeWritten(p.t)
+		if dropped != nil && dropped[i] {
+			w.dropped.Add(1)
+			continue
+		}
+		if err := errs[i]; err != nil {
 			w.failed.Add(1)
 			if w.rateOK(&w.lastFailLog) {
-				w.log.Warn("pgw: writing an outcome failed", "scope", p.t.a.scope, "source", p.t.Source,
+				w.log.Warn("pgw: writing an outcome failed", "scope", a.scope, "source", p.t.Source,
 					"err", err, "failed_total", w.failed.Load())
 			}
 			continue
 		}
 		w.written.Add(1)
 	}
+	return cs
 }
 
 // valuesOf is a write's context: the writer's deadline and cancellation,

@@ -159,3 +159,65 @@ func commandStats(b *testing.B, c *goredis.Client) (usec, calls float64) {
 	}
 	return usec, calls
 }
+
+// BenchmarkRedisGovernedSaturation drives one source on one redis-server
+// with 32 goroutines of governed calls (as BenchmarkRedisGovernedCallerPath,
+// the attempt answering at once), so Redis and the 2 CPUs are the limit:
+// calls/s is the throughput of one source at saturation, serverµs/call the
+// Redis CPU each governed call costs (INFO commandstats), commands/call and
+// roundtrips/call what it sends — the writer pipelines the outcomes that
+// queue up meanwhile, so a round trip may carry several.
+func BenchmarkRedisGovernedSaturation(b *testing.B) {
+	client := startRedis(b)
+	trips := &pathCounter{}
+	client.AddHook(trips)
+	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 24, TPM: 1 << 26, MaxInFlight: 1024}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := admission.NewWriter(admission.WriterConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: rb, Quota: rq, Logger: discardLogger, Writer: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
+		return "ok", transport.Usage{TotalTokens: 7}, nil
+	}
+	ctx := b.Context()
+	if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+		b.Fatal(err)
+	}
+	if err := client.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	trips.caller.Store(0)
+	trips.writer.Store(0)
+	b.SetParallelism(16) // × GOMAXPROCS goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if err := w.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(trips.caller.Load()-1)/n, "callerroundtrips/call")
+	b.ReportMetric(float64(trips.caller.Load()-1+trips.writer.Load())/n, "roundtrips/call")
+	usec, calls := commandStats(b, client)
+	b.ReportMetric(usec/n, "serverµs/call")
+	b.ReportMetric(calls/n, "commands/call")
+}

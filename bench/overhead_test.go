@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/bulkhead"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/fallback"
+	"github.com/failsafe-go/failsafe-go/ratelimiter"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/pgw-go/pgw"
@@ -25,7 +29,11 @@ import (
 //     source with an RPM quota and MAX_IN_FLIGHT): admission, breaker,
 //     quota acquire/settle/release, the retry loop, the attempt's timeout;
 //   - gobreaker: inside gobreaker v2's CircuitBreaker.Execute;
-//   - failsafe: inside failsafe-go's executor with a circuit breaker.
+//   - failsafe: inside failsafe-go's executor with a circuit breaker;
+//   - failsafe-composed: inside failsafe-go composed of the policies pgw
+//     applies — a retry policy, a circuit breaker, a rate limiter (the
+//     source's RPM) and a bulkhead (its MAX_IN_FLIGHT), with a fallback to
+//     a second executor of the same kind (pgw's fail-over to another source).
 //
 // The request is the same function in every leaf, each leaf with its own
 // upstream and connection pool, so the differences are what each library
@@ -120,6 +128,25 @@ var overheadContenders = []struct {
 		exec := failsafe.With[any](circuitbreaker.NewBuilder[any]().Build())
 		return func(ctx context.Context) error {
 			return exec.Run(func() error { return raw(ctx) })
+		}
+	}},
+	{"failsafe-composed", func(_ *testing.B, raw func(context.Context) error, _ *rawUpstream) func(context.Context) error {
+		policies := func() []failsafe.Policy[any] {
+			return []failsafe.Policy[any]{
+				retrypolicy.NewBuilder[any]().WithMaxRetries(2).Build(),
+				circuitbreaker.NewBuilder[any]().Build(),
+				ratelimiter.NewBurstyBuilder[any](10_000_000, time.Minute).Build(),
+				bulkhead.NewBuilder[any](1024).Build(),
+			}
+		}
+		second := failsafe.With[any](policies()...)
+		fb := fallback.NewWithFunc[any](func(exec failsafe.Execution[any]) (any, error) {
+			ctx := exec.Context()
+			return nil, second.WithContext(ctx).Run(func() error { return raw(ctx) })
+		})
+		first := failsafe.With[any](append([]failsafe.Policy[any]{fb}, policies()...)...)
+		return func(ctx context.Context) error {
+			return first.WithContext(ctx).Run(func() error { return raw(ctx) })
 		}
 	}},
 }

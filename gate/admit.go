@@ -20,3 +20,35 @@ type Admitter interface {
 	// error nothing is held.
 	Admit(ctx context.Context, b ProviderGate, source string, estTokens int64) (d Decision, p Permit, qd QuotaDecision, ok bool, err error)
 }
+
+// Conclusion is one admission to give back through a Concluder: the breaker
+// decision with its outcome, and the quota permit with the tokens the call
+// actually used. Conclude fills in Update and Err.
+type Conclusion struct {
+	// Source is the admitted source.
+	Source string
+	// Decision is the breaker's admission; Outcome the call's result.
+	Decision Decision
+	Outcome  Outcome
+	// Permit is the quota permit, when HasPermit.
+	Permit    Permit
+	HasPermit bool
+	// Tokens is the tokens the call used; negative: the estimate stands
+	// (the permit is released without a settlement, as Finish does).
+	Tokens int64
+	// Update is the breaker's answer, as Record returns it.
+	Update Update
+	// Err is the give-back's error, nil when both parts were written.
+	Err error
+}
+
+// Concluder is a QuotaGate that can give admissions back in one operation
+// each: the breaker's Record and its own Finish together — on Redis one
+// script per admission in one slot, and a batch of them in one pipeline. Each
+// conclusion has the effect of b.Record(Source, Decision, Outcome) followed,
+// when HasPermit, by Finish(Permit, Tokens). ok is false, with nothing done,
+// when b is not a breaker this gate can combine with: the caller then
+// records and finishes each itself.
+type Concluder interface {
+	Conclude(ctx context.Context, b ProviderGate, cs []Conclusion) (ok bool)
+}

@@ -247,3 +247,24 @@ func (q *Quota) Admit(ctx context.Context, b gate.ProviderGate, source string, e
 	}
 	return d, p, qd, true, err
 }
+
+var _ gate.Concluder = (*Quota)(nil)
+
+// Conclude gives each admission of cs back: b.Record, then Finish when it
+// holds a permit (gate.Concluder). Both gates live in the process, so this
+// is the two operations in a row; it combines only with a *Breaker of this
+// package (ok false otherwise).
+func (q *Quota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Conclusion) bool {
+	mb, isMem := b.(*Breaker)
+	if !isMem {
+		return false
+	}
+	for i := range cs {
+		c := &cs[i]
+		c.Update, c.Err = mb.Record(ctx, c.Source, c.Decision, c.Outcome)
+		if c.Err == nil && c.HasPermit {
+			c.Err = gate.Finish(ctx, q, c.Permit, c.Tokens)
+		}
+	}
+	return true
+}

@@ -31,3 +31,14 @@ func TestAdmitContract(t *testing.T) {
 		return b, q, clk
 	})
 }
+
+func TestConcludeContract(t *testing.T) {
+	contracttest.RunConclude(t, func(t *testing.T, p gate.Policy, limits map[string]gate.Limits) (gate.ProviderGate, gate.QuotaGate, contracttest.Clock) {
+		clk := contracttest.NewFakeClock()
+		b, err := memory.NewBreaker(p, memory.WithClock(clk))
+		require.NoError(t, err)
+		q, err := memory.NewQuota(limits, memory.WithClock(clk))
+		require.NoError(t, err)
+		return b, q, clk
+	})
+}

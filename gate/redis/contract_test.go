@@ -126,3 +126,20 @@ func TestAdmitContract(t *testing.T) {
 		contracttest.RunAdmit(t, realAdmits(realClient(t, srv.Addr)))
 	})
 }
+
+func TestConcludeContract(t *testing.T) {
+	t.Run("Miniredis", func(t *testing.T) {
+		contracttest.RunConclude(t, func(t *testing.T, p gate.Policy, limits map[string]gate.Limits) (gate.ProviderGate, gate.QuotaGate, contracttest.Clock) {
+			b, clk, m := miniGate(t, p)
+			c := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+			t.Cleanup(func() { _ = c.Close() })
+			q, err := redis.NewQuota(c, "chat", limits)
+			require.NoError(t, err)
+			return b, q, clk
+		})
+	})
+	t.Run("Redis", func(t *testing.T) {
+		srv := testutil.StartRedis(t)
+		contracttest.RunConclude(t, realAdmits(realClient(t, srv.Addr)))
+	})
+}

@@ -52,7 +52,7 @@ func TestHistogramQuantilesWithinTwoPercent(t *testing.T) {
 }
 
 func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
-	policy := make([]any, 11)
+	policy := make([]any, 13)
 	evalsha := func(keys []string, args ...any) []any {
 		out := []any{"evalsha", "sha", len(keys)}
 		for _, k := range keys {
@@ -68,4 +68,12 @@ func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
 	h.count(evalsha([]string{"p:{chat:a}:quota"}, 1, 2, 3, 4))
 	h.count([]any{"ping"})
 	assert.Equal(t, LostReplies{Acquire: 1, Release: 1, TryEnter: 1, Record: 1, Other: 2}, h.counts())
+
+	// The combined scripts: an admission may hold both leases, a
+	// conclusion may have freed neither.
+	all := []string{"p:{chat:a}:cb", "p:{chat:a}:probes", "p:{chat:a}:quota", "p:{chat:a}:inflight"}
+	var c lostHook
+	c.count(evalsha(all, make([]any, admitArgs)...))
+	c.count(evalsha(all, make([]any, concludeArgs)...))
+	assert.Equal(t, LostReplies{Acquire: 1, Release: 1, TryEnter: 1, Record: 1}, c.counts())
 }

@@ -133,22 +133,18 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 		err := next(ctx, cmds)
 		for _, c := range cmds {
 			if replyLost(c.Err()) {
-				h.other.Add(1) // RetryAfter's pipelined reads
+				h.count(c.Args()) // the writer's conclusions, RetryAfter's reads
 			}
 		}
 		return err
 	}
 }
 
-// count sorts a lost script by the keys it names (EVALSHA sha numkeys
-// keys… args…): a script that names a source's in-flight set may have taken
-// or kept an in-flight lease (Acquire, Release, the combined admission, an
-// outcome's give-back), one that names its breaker record may have granted
-// or kept a probe lease (TryEnter, Record, the combined admission). A
-// script naming both is counted as both. The split between taking and
-// freeing is by the quota bucket's key (only the taking scripts name it
-// first) and, for the breaker, by argument count — both sums are what the
-// checks read.
+// count sorts a lost script by its keys and arguments (EVALSHA sha numkeys
+// keys… args…): an Acquire names the quota bucket and the in-flight set, a
+// Release the in-flight set alone; a breaker script with 13 policy
+// arguments is a TryEnter (or a Snapshot, which workers do not call), with
+// 17 (the policy, outcome and the decision's three) a Record.
 func (h *lostHook) count(args []any) {
 	name, _ := args[0].(string)
 	if len(args) < 4 || !strings.HasPrefix(strings.ToLower(name), "eval") {
@@ -162,40 +158,43 @@ func (h *lostHook) count(args []any) {
 	case int64:
 		n = int(v)
 	}
-	var inflight, quotaFirst, cb bool
+	keys := make([]string, 0, 2)
 	for i := 0; i < n && 3+i < len(args); i++ {
 		k, _ := args[3+i].(string)
-		switch {
-		case strings.HasSuffix(k, "}:inflight"):
-			inflight = true
-		case strings.HasSuffix(k, "}:quota") && i == 0:
-			quotaFirst = true
-		case strings.HasSuffix(k, "}:cb"):
-			cb = true
-		}
+		keys = append(keys, k)
 	}
 	rest := len(args) - 3 - n
-	counted := false
-	if inflight {
-		if quotaFirst || cb {
-			h.acquire.Add(1)
-		} else {
-			h.release.Add(1)
-		}
-		counted = true
-	}
-	if cb {
-		if rest > 13 && !inflight {
-			h.record.Add(1)
-		} else {
-			h.tryEnter.Add(1)
-		}
-		counted = true
-	}
-	if !counted {
+	switch {
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:quota") && strings.HasSuffix(keys[1], "}:inflight"):
+		h.acquire.Add(1)
+	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
+		h.release.Add(1)
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 13:
+		h.tryEnter.Add(1)
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 17:
+		h.record.Add(1)
+	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
+		// An admission: a probe lease and an in-flight lease it may hold.
+		h.tryEnter.Add(1)
+		h.acquire.Add(1)
+	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == concludeArgs:
+		// A conclusion: a probe lease and an in-flight lease it may not
+		// have freed.
+		h.record.Add(1)
+		h.release.Add(1)
+	default:
 		h.other.Add(1)
 	}
 }
+
+// The argument counts of the combined scripts (gate/redis admit.go and
+// conclude.go): the breaker policy's 13, then the admission's 10 (rates,
+// estimate, MaxInFlight, lease, permit ID) or the conclusion's 9 (outcome,
+// decision's 3, TPM rate's 3, correction, permit ID).
+const (
+	admitArgs    = 13 + 10
+	concludeArgs = 13 + 9
+)
 
 func (h *lostHook) counts() LostReplies {
 	return LostReplies{Acquire: h.acquire.Load(), Release: h.release.Load(), TryEnter: h.tryEnter.Load(),

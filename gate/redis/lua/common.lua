@@ -59,9 +59,16 @@ local function int(n)
   return string.format('%d', n)
 end
 
+-- now_us is the server's time in µs, read once per script run: the parts
+-- of a combined script (admit.lua, conclude.lua) decide at one instant and
+-- pay for one TIME.
+local now_cached
 local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if not now_cached then
+    local t = redis.call('TIME')
+    now_cached = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return now_cached
 end
 
 -- load reads the record; a missing key is a fresh Closed record. r.dirty
@@ -104,7 +111,11 @@ local function save(r, keys)
   end
   if r.exists and r.fo == FORCE_NONE then
     redis.call('PEXPIRE', keys[1], int(P.ttl))
-    redis.call('PEXPIRE', keys[2], int(P.ttl))
+    -- A Closed record holds no probe lease: every move to Closed deletes
+    -- the set, so refreshing it then would be a wasted call.
+    if r.st ~= CLOSED then
+      redis.call('PEXPIRE', keys[2], int(P.ttl))
+    end
   end
 end
 

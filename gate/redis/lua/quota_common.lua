@@ -26,9 +26,16 @@ local function int(n)
   return string.format('%d', n)
 end
 
+-- now_us is the server's time in µs, read once per script run: the parts
+-- of a combined script (admit.lua, conclude.lua) decide at one instant and
+-- pay for one TIME.
+local now_cached
 local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if not now_cached then
+    local t = redis.call('TIME')
+    now_cached = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return now_cached
 end
 
 -- bucket reads one bucket (fields prefix..'l', 's', 'u') with its rate.
