@@ -111,6 +111,9 @@ func NewFailover(primary, fallback gate.ProviderGate, mode Mode, logger *slog.Lo
 // TryEnter asks the primary, or the fallback during an outage.
 func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("TryEnter"); err != nil {
+			return gate.Decision{}, err
+		}
 		return f.primary.TryEnter(ctx, source)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -128,6 +131,9 @@ func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, 
 // Record records to the gate that granted d.
 func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("Record"); err != nil {
+			return gate.Update{}, err
+		}
 		return f.primary.Record(ctx, source, d, o)
 	}
 	if d.Token&fallbackBit != 0 {
@@ -160,6 +166,9 @@ func fromFallback(u gate.Update, err error) (gate.Update, error) {
 // RetryAfter asks the primary, or the fallback during an outage.
 func (f *Failover) RetryAfter(ctx context.Context, sources []string) (time.Duration, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("RetryAfter"); err != nil {
+			return 0, err
+		}
 		return f.primary.RetryAfter(ctx, sources)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -174,6 +183,9 @@ func (f *Failover) RetryAfter(ctx context.Context, sources []string) (time.Durat
 // Snapshot reads the primary, or the fallback during an outage.
 func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("Snapshot"); err != nil {
+			return gate.Snapshot{}, err
+		}
 		return f.primary.Snapshot(ctx, source)
 	}
 	if use, probe := f.usePrimary(); use {

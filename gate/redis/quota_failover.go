@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"github.com/pgw-go/pgw/gate"
 )
@@ -56,6 +57,9 @@ func NewQuotaFailover(primary, fallback gate.QuotaGate, mode Mode, logger *slog.
 // Acquire asks the primary, or the fallback during an outage.
 func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("Acquire"); err != nil {
+			return gate.Permit{}, gate.QuotaDecision{}, err
+		}
 		return f.primary.Acquire(ctx, source, estTokens)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -66,25 +70,31 @@ func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens in
 	}
 	p, d, err := f.fallback.Acquire(ctx, source, estTokens)
 	if err == nil && d.Allowed {
-		p.ID = fallbackPermitID
+		p.ID = fallbackPermitID + p.ID // the fallback's own ID kept behind the mark
 	}
 	return p, d, err
 }
 
 // Settle corrects the account of the gate that granted p.
 func (f *QuotaFailover) Settle(ctx context.Context, p gate.Permit, actualTokens int64) error {
-	if p.ID == fallbackPermitID {
-		p.ID = ""
+	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
+		p.ID = id
 		return f.fallback.Settle(ctx, p, actualTokens)
+	}
+	if err := f.outageNow("Settle"); err != nil {
+		return f.dropUnreachable(err)
 	}
 	return f.dropUnreachable(f.primary.Settle(ctx, p, actualTokens))
 }
 
 // Release frees p's slot in the gate that granted it.
 func (f *QuotaFailover) Release(ctx context.Context, p gate.Permit) error {
-	if p.ID == fallbackPermitID {
-		p.ID = ""
+	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
+		p.ID = id
 		return f.fallback.Release(ctx, p)
+	}
+	if err := f.outageNow("Release"); err != nil {
+		return f.dropUnreachable(err)
 	}
 	return f.dropUnreachable(f.primary.Release(ctx, p))
 }
@@ -95,9 +105,12 @@ func (f *QuotaFailover) Finish(ctx context.Context, p gate.Permit, actualTokens 
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
 	}
-	if p.ID == fallbackPermitID {
-		p.ID = ""
+	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
+		p.ID = id
 		return gate.Finish(ctx, f.fallback, p, actualTokens)
+	}
+	if err := f.outageNow("Finish"); err != nil {
+		return f.dropUnreachable(err)
 	}
 	return f.dropUnreachable(gate.Finish(ctx, f.primary, p, actualTokens))
 }
@@ -127,6 +140,9 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 		return d, p, qd, false, nil
 	}
 	if f.mode == FailClosed {
+		if err := f.outageNow("Admit"); err != nil {
+			return d, p, qd, true, err
+		}
 		if isFailover {
 			b = fb.primary
 		}

@@ -1,0 +1,277 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Defaults of a Prober.
+const (
+	// DefaultProbeInterval is how often a Prober asks Redis while it answers.
+	DefaultProbeInterval = 500 * time.Millisecond
+	// DefaultProbeTimeout bounds one probe: a Redis that does not answer
+	// within it — refused, reset or silent — is down.
+	DefaultProbeTimeout = 250 * time.Millisecond
+	// DefaultProbeBackoff is the longest pause between probes during an
+	// outage (the pause doubles from the interval up to it).
+	DefaultProbeBackoff = 2 * time.Second
+	// DefaultHeartbeatTTL is how long a process counts as alive in Redis
+	// after its last heartbeat.
+	DefaultHeartbeatTTL = 3 * time.Second
+)
+
+// ProberOption configures a Prober.
+type ProberOption func(*proberConfig)
+
+type proberConfig struct {
+	interval, timeout, backoff, ttl time.Duration
+	prefix                          string
+	log                             *slog.Logger
+}
+
+// WithProbeInterval sets how often the prober asks Redis while it answers
+// (default DefaultProbeInterval). An outage is seen within one interval plus
+// one probe timeout.
+func WithProbeInterval(d time.Duration) ProberOption {
+	return func(c *proberConfig) { c.interval = d }
+}
+
+// WithProbeTimeout bounds one probe (default DefaultProbeTimeout); it must
+// be shorter than the interval.
+func WithProbeTimeout(d time.Duration) ProberOption {
+	return func(c *proberConfig) { c.timeout = d }
+}
+
+// WithProbeBackoff sets the longest pause between probes during an outage
+// (default DefaultProbeBackoff; at least the interval).
+func WithProbeBackoff(d time.Duration) ProberOption {
+	return func(c *proberConfig) { c.backoff = d }
+}
+
+// WithHeartbeatTTL sets how long a process counts as alive after its last
+// heartbeat (default DefaultHeartbeatTTL; more than the interval).
+func WithHeartbeatTTL(d time.Duration) ProberOption {
+	return func(c *proberConfig) { c.ttl = d }
+}
+
+// WithProberPrefix sets the key prefix of the heartbeat key (default
+// DefaultPrefix), the gates' prefix.
+func WithProberPrefix(prefix string) ProberOption {
+	return func(c *proberConfig) { c.prefix = prefix }
+}
+
+// WithProberLogger sets the logger of the outage lines (default
+// slog.Default()).
+func WithProberLogger(l *slog.Logger) ProberOption {
+	return func(c *proberConfig) { c.log = l }
+}
+
+// scriptHeartbeat records this process alive until now+ttl in one sorted
+// set (member: process id, score: expiry in ms on the server's clock),
+// drops the members whose expiry passed and returns how many are left. One
+// key, so it runs on a cluster as on one node.
+var scriptHeartbeat = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('PEXPIRE', KEYS[1], 2 * ttl)
+return redis.call('ZCARD', KEYS[1])
+`)
+
+// errOutage is the cause of the ErrUnreachable a gate returns at once
+// while its prober reports an outage.
+var errOutage = errors.New("outage in progress (the prober gets no answer from redis)")
+
+// Prober is the one background watcher of a Redis per process (per
+// gateway): every interval it runs one short script, with its own timeout,
+// that also writes this process's heartbeat, and from its answers it
+// decides when an outage starts and ends. A silent (black-holed) Redis is
+// seen as an outage after one probe timeout, where the callers' operations
+// would only end at their own deadlines.
+//
+// The failover gates given WithProber follow it: during an outage no
+// caller's operation goes to Redis — fail_open serves from the local
+// fallback, fail_closed fails at once with ErrUnreachable — and only the
+// prober's answer ends the outage. A caller's operation that finds Redis
+// unreachable starts the outage at once (a second signal, faster than the
+// next probe).
+//
+// The heartbeats count the processes recently alive in Redis (Processes),
+// from which a FleetQuota takes this process's share of each limit during an
+// outage. Close stops the prober's goroutine.
+type Prober struct {
+	c   goredis.UniversalClient
+	cfg proberConfig
+	id  string
+	key string
+
+	down  atomic.Bool
+	procs atomic.Int64 // processes alive at the last heartbeat, ≥ 1
+	probes,
+	failures atomic.Int64
+
+	mu    sync.Mutex
+	since time.Time // start of the outage in progress
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// NewProber returns a prober of c and starts its goroutine, whose first
+// probe runs at once. Invalid options return an *ArgumentError.
+func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error) {
+	if c == nil {
+		return nil, &ArgumentError{Name: "client", Value: "<nil>", Legal: "a goredis.UniversalClient"}
+	}
+	cfg := proberConfig{
+		interval: DefaultProbeInterval, timeout: DefaultProbeTimeout,
+		backoff: DefaultProbeBackoff, ttl: DefaultHeartbeatTTL, prefix: DefaultPrefix,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	switch {
+	case cfg.interval < time.Millisecond:
+		return nil, &ArgumentError{Name: "probe interval", Value: cfg.interval.String(), Legal: "≥ 1ms"}
+	case cfg.timeout <= 0 || cfg.timeout >= cfg.interval:
+		return nil, &ArgumentError{Name: "probe timeout", Value: cfg.timeout.String(), Legal: "> 0 and < the probe interval " + cfg.interval.String()}
+	case cfg.backoff < cfg.interval:
+		return nil, &ArgumentError{Name: "probe backoff", Value: cfg.backoff.String(), Legal: "≥ the probe interval " + cfg.interval.String()}
+	case cfg.ttl <= cfg.interval:
+		return nil, &ArgumentError{Name: "heartbeat ttl", Value: cfg.ttl.String(), Legal: "> the probe interval " + cfg.interval.String()}
+	case cfg.prefix == "" || strings.ContainsAny(cfg.prefix, "{}"):
+		return nil, &ArgumentError{Name: "prefix", Value: cfg.prefix, Legal: "non-empty, without '{' or '}'"}
+	}
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := &Prober{
+		c: c, cfg: cfg, id: hex.EncodeToString(b[:]),
+		key:  cfg.prefix + ":{pgw-fleet}:alive",
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	p.procs.Store(1)
+	go p.run()
+	return p, nil
+}
+
+// Down reports whether an outage is in progress.
+func (p *Prober) Down() bool { return p.down.Load() }
+
+// Processes returns the number of processes alive in Redis at the last
+// heartbeat that Redis answered, this one included (1 before the first).
+// During an outage it keeps its last value.
+func (p *Prober) Processes() int { return int(p.procs.Load()) }
+
+// Probes returns how many probes ran and how many of them failed.
+func (p *Prober) Probes() (probes, failures int64) { return p.probes.Load(), p.failures.Load() }
+
+// Interval returns the probe interval.
+func (p *Prober) Interval() time.Duration { return p.cfg.interval }
+
+// Close stops the prober and waits for its goroutine. The heartbeat is left
+// to expire. Idempotent.
+func (p *Prober) Close() {
+	p.once.Do(func() { close(p.stop) })
+	<-p.done
+}
+
+func (p *Prober) run() {
+	defer close(p.done)
+	pause := p.cfg.interval
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		if p.probe() {
+			pause = p.cfg.interval
+		} else {
+			pause = min(2*pause, p.cfg.backoff)
+			if !p.Down() {
+				pause = p.cfg.interval
+			}
+		}
+		t.Reset(pause)
+	}
+}
+
+// probe runs one heartbeat and books its answer.
+func (p *Prober) probe() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.timeout)
+	defer cancel()
+	p.probes.Add(1)
+	n, err := scriptHeartbeat.Run(ctx, p.c, []string{p.key}, p.id, strconv.FormatInt(p.cfg.ttl.Milliseconds(), 10)).Int64()
+	if err == nil {
+		p.procs.Store(max(n, 1))
+		p.recovered()
+		return true
+	}
+	var rerr goredis.Error
+	if errors.As(err, &rerr) && !notServed(err) {
+		// Redis answered, with an error of its own (a script error, an
+		// ACL refusal): it is reachable, and the gates will report it.
+		p.recovered()
+		return true
+	}
+	p.failures.Add(1)
+	p.report(err)
+	return false
+}
+
+// report starts an outage, if none is in progress, for err.
+func (p *Prober) report(err error) {
+	if p.down.Load() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down.Load() {
+		return
+	}
+	p.since = time.Now()
+	p.down.Store(true)
+	p.cfg.log.Warn("pgw: redis unreachable, gates serve without it until the prober sees it answer",
+		"err", err.Error())
+}
+
+// recovered ends the outage in progress, if any.
+func (p *Prober) recovered() {
+	if !p.down.Load() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.down.Load() {
+		return
+	}
+	p.down.Store(false)
+	p.cfg.log.Info("pgw: redis reachable again, gates back on redis",
+		"outage", time.Since(p.since).Round(time.Millisecond).String())
+}
+
+// WithProber makes the failover gate follow p: during p's outage no call
+// goes to Redis, and only p ends it.
+func WithProber(p *Prober) FailoverOption {
+	return func(o *outage) { o.pr = p }
+}
