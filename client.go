@@ -132,7 +132,13 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return nil, err
 		}
 		g.writer = w
-		pr, err := redis.NewProber(g.redis, redis.WithProberPrefix(s.Redis.Prefix), redis.WithProberLogger(o.logger))
+		mode, err := redis.ParseMode(string(s.Redis.Down))
+		if err != nil {
+			g.release()
+			return nil, public(err)
+		}
+		pr, err := redis.NewProber(g.redis, redis.WithProberPrefix(s.Redis.Prefix),
+			redis.WithProberMode(mode), redis.WithProberLogger(o.logger))
 		if err != nil {
 			g.release()
 			return nil, public(err)

@@ -131,9 +131,6 @@ func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, 
 // Record records to the gate that granted d.
 func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
 	if f.mode == FailClosed {
-		if err := f.outageNow("Record"); err != nil {
-			return gate.Update{}, err
-		}
 		return f.primary.Record(ctx, source, d, o)
 	}
 	if d.Token&fallbackBit != 0 {
@@ -144,7 +141,10 @@ func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o
 	if !o.Valid() {
 		return gate.Update{}, gate.ErrUnknownOutcome
 	}
-	if use, probe := f.usePrimary(); use {
+	// A prober's outage does not skip the Record of a Redis decision: it
+	// runs off the caller's path, and the probe or in-flight lease it gives
+	// back would otherwise wait for its TTL.
+	if use, probe := f.usePrimary(); use || f.pr != nil {
 		u, err := f.primary.Record(ctx, source, d, o)
 		if !f.settle(err, probe) {
 			return u, err

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
@@ -33,6 +34,14 @@ type FleetQuota struct {
 
 	mu     sync.Mutex
 	shares map[int]*memory.Quota // by N; built when first needed
+	cur    atomic.Pointer[fleetShare]
+}
+
+// fleetShare is the quota of one fleet size and the permit ID it marks.
+type fleetShare struct {
+	n  int
+	q  *memory.Quota
+	id string
 }
 
 var (
@@ -98,10 +107,16 @@ const fleetPermitPrefix = "pgw-fleet-"
 // Acquire takes one request and estTokens from this process's share.
 func (f *FleetQuota) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
 	n := f.pr.Processes()
-	q, err := f.quota(n)
-	if err != nil {
-		return gate.Permit{}, gate.QuotaDecision{}, err
+	cur := f.cur.Load()
+	if cur == nil || cur.n != n {
+		q, err := f.quota(n)
+		if err != nil {
+			return gate.Permit{}, gate.QuotaDecision{}, err
+		}
+		cur = &fleetShare{n: n, q: q, id: fleetPermitPrefix + strconv.Itoa(n)}
+		f.cur.Store(cur)
 	}
+	q := cur.q
 	l := f.limits[source]
 	est := estTokens
 	if sh := share(l, n); sh.TPM > 0 && est > int64(sh.TPM) && est <= int64(l.TPM) {
@@ -116,13 +131,16 @@ func (f *FleetQuota) Acquire(ctx context.Context, source string, estTokens int64
 		return p, d, err
 	}
 	if d.Allowed {
-		p.ID = fleetPermitPrefix + strconv.Itoa(n)
+		p.ID = cur.id
 	}
 	return p, d, nil
 }
 
 // owner returns the quota that granted p.
 func (f *FleetQuota) owner(p gate.Permit) *memory.Quota {
+	if cur := f.cur.Load(); cur != nil && cur.id == p.ID {
+		return cur.q
+	}
 	n, err := strconv.Atoi(strings.TrimPrefix(p.ID, fleetPermitPrefix))
 	if err != nil || !strings.HasPrefix(p.ID, fleetPermitPrefix) {
 		return nil

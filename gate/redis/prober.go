@@ -37,6 +37,7 @@ type proberConfig struct {
 	interval, timeout, backoff, ttl time.Duration
 	prefix                          string
 	log                             *slog.Logger
+	mode                            Mode
 }
 
 // WithProbeInterval sets how often the prober asks Redis while it answers
@@ -68,6 +69,12 @@ func WithHeartbeatTTL(d time.Duration) ProberOption {
 // DefaultPrefix), the gates' prefix.
 func WithProberPrefix(prefix string) ProberOption {
 	return func(c *proberConfig) { c.prefix = prefix }
+}
+
+// WithProberMode says what the gates do during an outage (FailOpen by
+// default), for the outage's log lines.
+func WithProberMode(m Mode) ProberOption {
+	return func(c *proberConfig) { c.mode = m }
 }
 
 // WithProberLogger sets the logger of the outage lines (default
@@ -139,6 +146,7 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 	cfg := proberConfig{
 		interval: DefaultProbeInterval, timeout: DefaultProbeTimeout,
 		backoff: DefaultProbeBackoff, ttl: DefaultHeartbeatTTL, prefix: DefaultPrefix,
+		mode: FailOpen,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -154,6 +162,8 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 		return nil, &ArgumentError{Name: "probe backoff", Value: cfg.backoff.String(), Legal: "≥ the probe interval " + cfg.interval.String()}
 	case cfg.ttl <= cfg.interval:
 		return nil, &ArgumentError{Name: "heartbeat ttl", Value: cfg.ttl.String(), Legal: "> the probe interval " + cfg.interval.String()}
+	case cfg.mode != FailOpen && cfg.mode != FailClosed:
+		return nil, &ArgumentError{Name: "mode", Value: cfg.mode.String(), Legal: "FailOpen, FailClosed"}
 	case cfg.prefix == "" || strings.ContainsAny(cfg.prefix, "{}"):
 		return nil, &ArgumentError{Name: "prefix", Value: cfg.prefix, Legal: "non-empty, without '{' or '}'"}
 	}
@@ -221,7 +231,14 @@ func (p *Prober) probe() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.timeout)
 	defer cancel()
 	p.probes.Add(1)
-	n, err := scriptHeartbeat.Run(ctx, p.c, []string{p.key}, p.id, strconv.FormatInt(p.cfg.ttl.Milliseconds(), 10)).Int64()
+	ttl := strconv.FormatInt(p.cfg.ttl.Milliseconds(), 10)
+	n, err := scriptHeartbeat.Run(ctx, p.c, []string{p.key}, p.id, ttl).Int64()
+	if err != nil && ctx.Err() == nil {
+		// A connection killed or reset since the last probe fails once;
+		// a second try on another connection tells an outage from that,
+		// within the same timeout.
+		n, err = scriptHeartbeat.Run(ctx, p.c, []string{p.key}, p.id, ttl).Int64()
+	}
 	if err == nil {
 		p.procs.Store(max(n, 1))
 		p.recovered()
@@ -251,8 +268,12 @@ func (p *Prober) report(err error) {
 	}
 	p.since = time.Now()
 	p.down.Store(true)
-	p.cfg.log.Warn("pgw: redis unreachable, gates serve without it until the prober sees it answer",
-		"err", err.Error())
+	if p.cfg.mode == FailOpen {
+		p.cfg.log.Warn("pgw: redis unreachable, gates serving from local fallbacks until it answers",
+			"err", err.Error())
+		return
+	}
+	p.cfg.log.Warn("pgw: redis outage, gate operations fail at once until it answers", "err", err.Error())
 }
 
 // recovered ends the outage in progress, if any.
@@ -266,8 +287,11 @@ func (p *Prober) recovered() {
 		return
 	}
 	p.down.Store(false)
-	p.cfg.log.Info("pgw: redis reachable again, gates back on redis",
-		"outage", time.Since(p.since).Round(time.Millisecond).String())
+	msg := "pgw: redis reachable again, gates back on redis"
+	if p.cfg.mode == FailClosed {
+		msg = "pgw: redis answers again, gate operations back on redis"
+	}
+	p.cfg.log.Info(msg, "outage", time.Since(p.since).Round(time.Millisecond).String())
 }
 
 // WithProber makes the failover gate follow p: during p's outage no call

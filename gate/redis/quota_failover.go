@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/pgw-go/pgw/gate"
 )
@@ -26,6 +27,21 @@ const fallbackPermitID = "pgw-local-fallback"
 type QuotaFailover struct {
 	primary, fallback gate.QuotaGate
 	outage
+	lastID atomic.Pointer[[2]string] // the last fallback ID and its marked form
+}
+
+// markID returns fallbackPermitID + id, without allocating for the ID the
+// fallback gave last (a fallback gives few distinct IDs).
+func (f *QuotaFailover) markID(id string) string {
+	if id == "" {
+		return fallbackPermitID
+	}
+	if last := f.lastID.Load(); last != nil && last[0] == id {
+		return last[1]
+	}
+	m := fallbackPermitID + id
+	f.lastID.Store(&[2]string{id, m})
+	return m
 }
 
 var (
@@ -70,7 +86,7 @@ func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens in
 	}
 	p, d, err := f.fallback.Acquire(ctx, source, estTokens)
 	if err == nil && d.Allowed {
-		p.ID = fallbackPermitID + p.ID // the fallback's own ID kept behind the mark
+		p.ID = f.markID(p.ID) // the fallback's own ID kept behind the mark
 	}
 	return p, d, err
 }
@@ -81,9 +97,6 @@ func (f *QuotaFailover) Settle(ctx context.Context, p gate.Permit, actualTokens 
 		p.ID = id
 		return f.fallback.Settle(ctx, p, actualTokens)
 	}
-	if err := f.outageNow("Settle"); err != nil {
-		return f.dropUnreachable(err)
-	}
 	return f.dropUnreachable(f.primary.Settle(ctx, p, actualTokens))
 }
 
@@ -92,9 +105,6 @@ func (f *QuotaFailover) Release(ctx context.Context, p gate.Permit) error {
 	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
 		p.ID = id
 		return f.fallback.Release(ctx, p)
-	}
-	if err := f.outageNow("Release"); err != nil {
-		return f.dropUnreachable(err)
 	}
 	return f.dropUnreachable(f.primary.Release(ctx, p))
 }
@@ -108,9 +118,6 @@ func (f *QuotaFailover) Finish(ctx context.Context, p gate.Permit, actualTokens 
 	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
 		p.ID = id
 		return gate.Finish(ctx, f.fallback, p, actualTokens)
-	}
-	if err := f.outageNow("Finish"); err != nil {
-		return f.dropUnreachable(err)
 	}
 	return f.dropUnreachable(gate.Finish(ctx, f.primary, p, actualTokens))
 }

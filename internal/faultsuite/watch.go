@@ -141,7 +141,8 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 }
 
 // count sorts a lost script by its keys and arguments (EVALSHA sha numkeys
-// keys… args…): an Acquire names the quota bucket and the in-flight set, a
+// keys… args…): an Admit names the breaker's two keys and the quota's two,
+// an Acquire names the quota bucket and the in-flight set, a
 // Release the in-flight set alone; a breaker script with 11 policy
 // arguments is a TryEnter (or a Snapshot, which workers do not call), with
 // 15 a Record.
@@ -165,6 +166,11 @@ func (h *lostHook) count(args []any) {
 	}
 	rest := len(args) - 3 - n
 	switch {
+	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && strings.HasSuffix(keys[3], "}:inflight"):
+		// Admit: a TryEnter and an Acquire in one script; a lost reply may
+		// leave a probe lease and an in-flight lease.
+		h.tryEnter.Add(1)
+		h.acquire.Add(1)
 	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:quota") && strings.HasSuffix(keys[1], "}:inflight"):
 		h.acquire.Add(1)
 	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
