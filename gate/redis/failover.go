@@ -59,7 +59,10 @@ const fallbackBit = uint64(1) << 63
 //
 // In an outage one call per retry interval tries the primary again; the
 // others go straight to the fallback, so a dead or black-holed Redis costs
-// one slow call per interval, not one per call. The outage is logged once,
+// one slow call per interval, not one per call. With WithProber, the gateway's
+// Prober decides instead: during its outage no call tries the primary (a
+// FailClosed Failover then fails at once with ErrUnreachable), and only its
+// probes end the outage. The outage is logged once,
 // at Warn, when it starts, and once, at Info, when Redis answers again.
 //
 // Every decision is recorded to the gate that granted it: decisions of the
