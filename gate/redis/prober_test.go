@@ -324,3 +324,44 @@ func TestFleetShareKeepsTheFleetWithinItsLimitsDuringAnOutage(t *testing.T) {
 	require.True(t, waitFor(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }),
 		"goroutines leaked: %d > %d", runtime.NumGoroutine(), base)
 }
+
+// A permit goes back to the share that granted it after the fleet's size
+// changed, and an estimate above the share of TPM but within the whole TPM
+// reserves the share instead of failing.
+func TestFleetQuotaAcrossAChangeOfTheFleetsSize(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	prefix := "resize" + uniqueScope()
+	pr := newTestProber(t, proxiedClient(t, srv.Addr), prefix, &logSink{})
+	require.True(t, waitFor(5*time.Second, func() bool { p, _ := pr.Probes(); return p >= 1 }))
+	require.Equal(t, 1, pr.Processes())
+	fq, err := redis.NewFleetQuota(map[string]gate.Limits{"s": {MaxInFlight: 3, TPM: 90}}, pr)
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	old, d, err := fq.Acquire(ctx, "s", 10)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 1, fq.InFlight("s"))
+
+	for range 2 {
+		newTestProber(t, proxiedClient(t, srv.Addr), prefix, &logSink{})
+	}
+	require.True(t, waitFor(5*time.Second, func() bool { return pr.Processes() == 3 }))
+	assert.Equal(t, gate.Limits{MaxInFlight: 1, TPM: 30}, fq.Share("s"))
+
+	big, d, err := fq.Acquire(ctx, "s", 60)
+	require.NoError(t, err, "60 tokens fit the whole TPM of 90")
+	require.True(t, d.Allowed, "the share's whole bucket is reserved")
+	_, d, err = fq.Acquire(ctx, "s", 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "the share (1 in flight, 30 TPM) is used up")
+	_, _, err = fq.Acquire(ctx, "s", 91)
+	var te *gate.TokensError
+	require.ErrorAs(t, err, &te, "more than the whole TPM never fits")
+	assert.Equal(t, int64(91), te.Tokens)
+	assert.Equal(t, 90, te.TPM)
+
+	require.NoError(t, fq.Finish(ctx, old, 10), "the permit of the old share goes back to it")
+	require.NoError(t, fq.Release(ctx, big))
+	assert.Zero(t, fq.InFlight("s"))
+}
