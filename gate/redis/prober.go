@@ -138,7 +138,10 @@ type Prober struct {
 }
 
 // NewProber returns a prober of c and starts its goroutine, whose first
-// probe runs at once. Invalid options return an *ArgumentError.
+// probe runs at once. Invalid options return an *ArgumentError. The probe
+// timeout bounds a probe only when c lets a context deadline bound its
+// commands (go-redis ContextTimeoutEnabled, as the gateway's own client
+// does); otherwise a silent Redis holds a probe for c's read timeout.
 func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error) {
 	if c == nil {
 		return nil, &ArgumentError{Name: "client", Value: "<nil>", Legal: "a goredis.UniversalClient"}
