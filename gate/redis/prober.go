@@ -21,7 +21,7 @@ const (
 	DefaultProbeInterval = 500 * time.Millisecond
 	// DefaultProbeTimeout bounds one probe: a Redis that does not answer
 	// within it — refused, reset or silent — is down.
-	DefaultProbeTimeout = 250 * time.Millisecond
+	DefaultProbeTimeout = 200 * time.Millisecond
 	// DefaultProbeBackoff is the longest pause between probes during an
 	// outage (the pause doubles from the interval up to it).
 	DefaultProbeBackoff = 2 * time.Second
@@ -42,13 +42,14 @@ type proberConfig struct {
 
 // WithProbeInterval sets how often the prober asks Redis while it answers
 // (default DefaultProbeInterval). An outage is seen within one interval plus
-// one probe timeout.
+// two probe timeouts (two failed probes in a row), at most two intervals.
 func WithProbeInterval(d time.Duration) ProberOption {
 	return func(c *proberConfig) { c.interval = d }
 }
 
-// WithProbeTimeout bounds one probe (default DefaultProbeTimeout); it must
-// be shorter than the interval.
+// WithProbeTimeout bounds one probe (default DefaultProbeTimeout); at most
+// half the interval, so that two failed probes fit in one interval after the
+// first.
 func WithProbeTimeout(d time.Duration) ProberOption {
 	return func(c *proberConfig) { c.timeout = d }
 }
@@ -104,9 +105,11 @@ var errOutage = errors.New("outage in progress (the prober gets no answer from r
 // Prober is the one background watcher of a Redis per process (per
 // gateway): every interval it runs one short script, with its own timeout,
 // that also writes this process's heartbeat, and from its answers it
-// decides when an outage starts and ends. A silent (black-holed) Redis is
-// seen as an outage after one probe timeout, where the callers' operations
-// would only end at their own deadlines.
+// decides when an outage starts and ends: two failed probes in a row (the
+// second right after the first) start one, the first answer ends it. A
+// silent (black-holed) Redis is seen as an outage within two probe
+// intervals, where the callers' operations would only end at their own
+// deadlines.
 //
 // The failover gates given WithProber follow it: during an outage no
 // caller's operation goes to Redis — fail_open serves from the local
@@ -159,8 +162,8 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 	switch {
 	case cfg.interval < time.Millisecond:
 		return nil, &ArgumentError{Name: "probe interval", Value: cfg.interval.String(), Legal: "≥ 1ms"}
-	case cfg.timeout <= 0 || cfg.timeout >= cfg.interval:
-		return nil, &ArgumentError{Name: "probe timeout", Value: cfg.timeout.String(), Legal: "> 0 and < the probe interval " + cfg.interval.String()}
+	case cfg.timeout <= 0 || 2*cfg.timeout > cfg.interval:
+		return nil, &ArgumentError{Name: "probe timeout", Value: cfg.timeout.String(), Legal: "> 0 and ≤ half the probe interval " + cfg.interval.String()}
 	case cfg.backoff < cfg.interval:
 		return nil, &ArgumentError{Name: "probe backoff", Value: cfg.backoff.String(), Legal: "≥ the probe interval " + cfg.interval.String()}
 	case cfg.ttl <= cfg.interval:
@@ -209,6 +212,7 @@ func (p *Prober) Close() {
 func (p *Prober) run() {
 	defer close(p.done)
 	pause := p.cfg.interval
+	suspect := false // the last probe failed, outside an outage
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -217,20 +221,26 @@ func (p *Prober) run() {
 			return
 		case <-t.C:
 		}
-		if p.probe() {
-			pause = p.cfg.interval
-		} else {
+		switch err := p.probe(); {
+		case err == nil:
+			pause, suspect = p.cfg.interval, false
+		case p.Down():
 			pause = min(2*pause, p.cfg.backoff)
-			if !p.Down() {
-				pause = p.cfg.interval
-			}
+		case !suspect:
+			// One failed probe may be a loaded machine: a second one, at
+			// once, confirms the outage.
+			pause, suspect = 0, true
+		default:
+			p.report(err)
+			pause, suspect = p.cfg.interval, false
 		}
 		t.Reset(pause)
 	}
 }
 
-// probe runs one heartbeat and books its answer.
-func (p *Prober) probe() bool {
+// probe runs one heartbeat and books a success; it returns the error of a
+// failed one.
+func (p *Prober) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.timeout)
 	defer cancel()
 	p.probes.Add(1)
@@ -245,18 +255,17 @@ func (p *Prober) probe() bool {
 	if err == nil {
 		p.procs.Store(max(n, 1))
 		p.recovered()
-		return true
+		return nil
 	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) && !notServed(err) {
 		// Redis answered, with an error of its own (a script error, an
 		// ACL refusal): it is reachable, and the gates will report it.
 		p.recovered()
-		return true
+		return nil
 	}
 	p.failures.Add(1)
-	p.report(err)
-	return false
+	return err
 }
 
 // report starts an outage, if none is in progress, for err.
