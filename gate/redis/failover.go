@@ -199,3 +199,9 @@ func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, 
 	}
 	return f.fallback.Snapshot(ctx, source)
 }
+
+// LocalDecision reports whether d was granted by the local fallback, so
+// that recording it does no I/O.
+func (f *Failover) LocalDecision(d gate.Decision) bool {
+	return f.mode == FailOpen && d.Token&fallbackBit != 0
+}

@@ -108,6 +108,7 @@ func TestProberSeesABlackholeAndNobodyWaitsForIt(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	assert.Zero(t, d.Token&(1<<63), "healthy: decided by redis")
+	assert.False(t, open.LocalDecision(d), "a redis decision is given back through redis")
 
 	px.SetMode(testutil.ProxyBlackhole)
 	cut := time.Now()
@@ -133,6 +134,7 @@ func TestProberSeesABlackholeAndNobodyWaitsForIt(t *testing.T) {
 		d, err := open.TryEnter(ctx, "s")
 		require.NoError(t, err)
 		assert.NotZero(t, d.Token&(1<<63), "during the outage: decided by the fallback")
+		assert.True(t, open.LocalDecision(d), "given back without I/O")
 		_, err = open.Record(ctx, "s", d, gate.Success)
 		require.NoError(t, err)
 		_, err = closed.TryEnter(ctx, "s")

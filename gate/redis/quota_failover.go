@@ -166,3 +166,9 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 	}
 	return d, p, qd, ok, err
 }
+
+// LocalPermit reports whether p was granted by the local fallback, so that
+// giving it back does no I/O.
+func (f *QuotaFailover) LocalPermit(p gate.Permit) bool {
+	return strings.HasPrefix(p.ID, fallbackPermitID)
+}
