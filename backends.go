@@ -79,7 +79,11 @@ type scopeGates struct {
 }
 
 // buildGates builds sc's gates on the backends s names.
-func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient, log *slog.Logger) (scopeGates, error) {
+//
+// With Redis, pr (the gateway's prober) decides outages for every failover
+// gate: fail_open serves from local gates, with each limit shared among the
+// processes alive in Redis; fail_closed fails at once.
+func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient, pr *redis.Prober, log *slog.Logger) (scopeGates, error) {
 	var g scopeGates
 	policy := sc.Policy()
 	limits := make(map[string]gate.Limits, len(sc.Sources))
@@ -88,7 +92,11 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 			limits[src.Name] = l
 		}
 	}
-	if err := buildBudget(&g, s, sc, rc, log); err != nil {
+	var follow []redis.FailoverOption
+	if pr != nil {
+		follow = append(follow, redis.WithProber(pr))
+	}
+	if err := buildBudget(&g, s, sc, rc, log, follow...); err != nil {
 		return g, err
 	}
 	local := func() (gate.ProviderGate, error) { return memory.NewBreaker(policy) }
@@ -115,7 +123,11 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 			if err != nil {
 				return g, err
 			}
-			if g.breaker, err = redis.NewFailover(rb, mb, down, log); err != nil {
+			if g.breaker, err = redis.NewFailover(rb, mb, down, log, follow...); err != nil {
+				return g, err
+			}
+		} else if pr != nil {
+			if g.breaker, err = redis.NewFailover(rb, nil, down, log, follow...); err != nil {
 				return g, err
 			}
 		}
@@ -144,8 +156,21 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 	}
 	g.preloadQuota = rq.Preload
 	g.quota = rq
-	if down == redis.FailOpen {
+	switch {
+	case down == redis.FailOpen && pr != nil:
+		fq, err := redis.NewFleetQuota(limits, pr)
+		if err != nil {
+			return g, err
+		}
+		if g.quota, err = redis.NewQuotaFailover(rq, fq, redis.FailOpen, log, follow...); err != nil {
+			return g, err
+		}
+	case down == redis.FailOpen:
 		if g.quota, err = redis.NewQuotaFailover(rq, mq, redis.FailOpen, log); err != nil {
+			return g, err
+		}
+	case pr != nil:
+		if g.quota, err = redis.NewQuotaFailover(rq, nil, redis.FailClosed, log, follow...); err != nil {
 			return g, err
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // buildBudget sets up the advertised budget of sc: what the upstreams'
 // rate-limit headers say, kept where the quota is kept (in process, or in
 // Redis shared by the fleet), each source read in its provider's dialect.
-func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient, log *slog.Logger) error {
+func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc goredis.UniversalClient, log *slog.Logger, follow ...redis.FailoverOption) error {
 	adv := admission.Advertising{
 		Dialects:   make(map[string]provider.Dialect, len(sc.Sources)),
 		Configured: make(map[string]gate.Limits, len(sc.Sources)),
@@ -36,7 +36,7 @@ func buildBudget(g *scopeGates, s *config.Settings, sc config.ScopeSettings, rc 
 			// The quota and breaker gates fail the call before the
 			// budget is asked; a store error of its own admits the call.
 			adv.Budget = b
-		} else if adv.Budget, err = redis.NewBudgetFailover(b, memory.NewBudget(), log); err != nil {
+		} else if adv.Budget, err = redis.NewBudgetFailover(b, memory.NewBudget(), log, follow...); err != nil {
 			// During an outage the budget is served locally, like the
 			// quota under fail_open: it only ever holds calls back.
 			return err

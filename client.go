@@ -16,6 +16,7 @@ import (
 	"github.com/pgw-go/pgw/anthropic"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
 	"github.com/pgw-go/pgw/retry"
@@ -38,6 +39,7 @@ type GatewayClient struct {
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	ownRedis bool
 	writer   *admission.Writer // gives back outcomes off the callers' path; nil without redis
+	prober   *redis.Prober     // decides redis outages, writes the heartbeat; nil without redis
 	httpPool *openai.Client    // the default transports' pool, when the gateway made it
 	antPool  *anthropic.Client // the Anthropic transport's pool, when the gateway made it
 
@@ -130,6 +132,18 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return nil, err
 		}
 		g.writer = w
+		mode, err := redis.ParseMode(string(s.Redis.Down))
+		if err != nil {
+			g.release()
+			return nil, public(err)
+		}
+		pr, err := redis.NewProber(g.redis, redis.WithProberPrefix(s.Redis.Prefix),
+			redis.WithProberMode(mode), redis.WithProberLogger(o.logger))
+		if err != nil {
+			g.release()
+			return nil, public(err)
+		}
+		g.prober = pr
 	}
 	fail := func(err error) (*GatewayClient, error) {
 		g.release()
@@ -162,7 +176,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 
 	var preloadBreaker, preloadQuota, preloadBudget func(context.Context) error
 	for _, sc := range s.Scopes {
-		gates, err := buildGates(&s, sc, g.redis, o.logger)
+		gates, err := buildGates(&s, sc, g.redis, g.prober, o.logger)
 		if err != nil {
 			return fail(fmt.Errorf("pgw: scope %q: %w", sc.Name, err))
 		}
@@ -459,6 +473,9 @@ const writerCloseBound = admission.DefaultWriterTimeout + time.Second
 func (g *GatewayClient) release() error {
 	g.kill(ErrClosed)
 	var err error
+	if g.prober != nil {
+		g.prober.Close()
+	}
 	if g.writer != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), writerCloseBound)
 		if e := g.writer.Close(ctx); e != nil {

@@ -151,6 +151,6 @@ func TestRedisFailOpenServesLocallyDuringAnOutageThenReturnsToRedis(t *testing.T
 		n, err := srv.Do("DBSIZE")
 		return chatErr == nil && embedErr == nil && err == nil && n != "0"
 	}
-	// One call per second tries Redis again during an outage.
+	// The gateway's prober sees Redis answer again within its backoff.
 	assert.Eventually(t, backOnRedis, 5*time.Second, 100*time.Millisecond)
 }

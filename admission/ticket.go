@@ -58,6 +58,11 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 	if a.writer == nil {
 		return t.giveBackNow(ctx, r)
 	}
+	if t.local() {
+		// Nothing to write to a store: the gates' local fallbacks granted
+		// both, so giving back here costs less than a hand-off.
+		return t.giveBackNow(context.WithoutCancel(ctx), r)
+	}
 	o := r.Outcome
 	if t.Decision.Probe || o == gate.Failure || o == gate.Fatal {
 		// An outcome that may move the breaker: this admission asks about
@@ -112,4 +117,33 @@ func paceOutcome(o gate.Outcome, throttled bool) PaceOutcome {
 		return PaceSuccess
 	}
 	return PaceNeutral
+}
+
+// LocalDecider is implemented by a breaker gate that can tell a decision
+// its in-process fallback granted (a Redis failover gate during an outage):
+// recording it does no I/O.
+type LocalDecider interface {
+	// LocalDecision reports whether d was granted without the shared store.
+	LocalDecision(d gate.Decision) bool
+}
+
+// LocalPermitter is implemented by a quota gate that can tell a permit its
+// in-process fallback granted: giving it back does no I/O.
+type LocalPermitter interface {
+	// LocalPermit reports whether p was granted without the shared store.
+	LocalPermit(p gate.Permit) bool
+}
+
+// local reports whether the ticket's decision and permit were both granted
+// by in-process gates, so that giving them back needs no writer.
+func (t *Ticket) local() bool {
+	ld, ok := t.a.breaker.(LocalDecider)
+	if !ok || !ld.LocalDecision(t.Decision) {
+		return false
+	}
+	if !t.hasPermit {
+		return true
+	}
+	lp, ok := t.a.quota.(LocalPermitter)
+	return ok && lp.LocalPermit(t.permit)
 }

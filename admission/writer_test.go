@@ -286,3 +286,34 @@ func TestIsWriteTellsTheWritersContext(t *testing.T) {
 	defer sg.mu.Unlock()
 	require.True(t, admission.IsWrite(sg.ctxs[0]))
 }
+
+// localBreaker and localQuota say that every decision and permit came from
+// an in-process fallback (as a Redis failover gate does during an outage).
+type localBreaker struct{ gate.ProviderGate }
+
+func (localBreaker) LocalDecision(gate.Decision) bool { return true }
+
+type localQuota struct{ gate.QuotaGate }
+
+func (localQuota) LocalPermit(gate.Permit) bool { return true }
+
+// A decision and a permit that local gates granted are given back on the
+// caller's goroutine, not handed to the writer: nothing to wait for.
+func TestWriterSkippedForLocalGiveBacks(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Timeout: time.Minute})
+	var lb localBreaker
+	var fq *fakeQuota
+	f := newFixture(t, withWriter(w), withBreaker(&lb), func(c *admission.Config) {
+		fq = c.Quota.(*fakeQuota)
+		c.Quota = localQuota{c.Quota}
+	})
+	lb.ProviderGate = f.breaker
+	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	require.Equal(t, 1, fq.held("s1"))
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: 7}))
+	require.Zero(t, fq.held("s1"), "given back before Done returned")
+	require.EqualValues(t, 7, fq.tokens("s1"))
+	require.Equal(t, admission.WriterStats{}, w.Stats(), "the writer saw nothing")
+}

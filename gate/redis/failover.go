@@ -59,7 +59,10 @@ const fallbackBit = uint64(1) << 63
 //
 // In an outage one call per retry interval tries the primary again; the
 // others go straight to the fallback, so a dead or black-holed Redis costs
-// one slow call per interval, not one per call. The outage is logged once,
+// one slow call per interval, not one per call. With WithProber, the gateway's
+// Prober decides instead: during its outage no call tries the primary (a
+// FailClosed Failover then fails at once with ErrUnreachable), and only its
+// probes end the outage. The outage is logged once,
 // at Warn, when it starts, and once, at Info, when Redis answers again.
 //
 // Every decision is recorded to the gate that granted it: decisions of the
@@ -111,6 +114,9 @@ func NewFailover(primary, fallback gate.ProviderGate, mode Mode, logger *slog.Lo
 // TryEnter asks the primary, or the fallback during an outage.
 func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("TryEnter"); err != nil {
+			return gate.Decision{}, err
+		}
 		return f.primary.TryEnter(ctx, source)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -138,7 +144,10 @@ func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o
 	if !o.Valid() {
 		return gate.Update{}, gate.ErrUnknownOutcome
 	}
-	if use, probe := f.usePrimary(); use {
+	// A prober's outage does not skip the Record of a Redis decision: it
+	// runs off the caller's path, and the probe or in-flight lease it gives
+	// back would otherwise wait for its TTL.
+	if use, probe := f.usePrimary(); use || f.pr != nil {
 		u, err := f.primary.Record(ctx, source, d, o)
 		if !f.settle(err, probe) {
 			return u, err
@@ -160,6 +169,9 @@ func fromFallback(u gate.Update, err error) (gate.Update, error) {
 // RetryAfter asks the primary, or the fallback during an outage.
 func (f *Failover) RetryAfter(ctx context.Context, sources []string) (time.Duration, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("RetryAfter"); err != nil {
+			return 0, err
+		}
 		return f.primary.RetryAfter(ctx, sources)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -174,6 +186,9 @@ func (f *Failover) RetryAfter(ctx context.Context, sources []string) (time.Durat
 // Snapshot reads the primary, or the fallback during an outage.
 func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("Snapshot"); err != nil {
+			return gate.Snapshot{}, err
+		}
 		return f.primary.Snapshot(ctx, source)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -183,4 +198,10 @@ func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, 
 		}
 	}
 	return f.fallback.Snapshot(ctx, source)
+}
+
+// LocalDecision reports whether d was granted by the local fallback, so
+// that recording it does no I/O.
+func (f *Failover) LocalDecision(d gate.Decision) bool {
+	return f.mode == FailOpen && d.Token&fallbackBit != 0
 }

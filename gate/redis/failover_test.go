@@ -21,7 +21,7 @@ import (
 
 // fastFailClient gives up at once on a dead server: no command retries, one
 // dial attempt.
-func fastFailClient(t *testing.T, addr string) *goredis.Client {
+func fastFailClient(t testing.TB, addr string) *goredis.Client {
 	t.Helper()
 	c := goredis.NewClient(&goredis.Options{
 		Addr:               addr,

@@ -32,6 +32,10 @@ type outage struct {
 	since   time.Time // when it started
 	nextTry time.Time // earliest time a call may try the primary again
 	trying  bool      // one call is trying the primary during the outage
+
+	// pr, when set, decides outages for this gate: during its outage no
+	// call tries the primary, and only its probes end the outage.
+	pr *Prober
 }
 
 func (o *outage) init(gate string, mode Mode, logger *slog.Logger, opts []FailoverOption) {
@@ -52,15 +56,30 @@ func (o *outage) Mode() Mode { return o.mode }
 // Degraded reports whether an outage is in progress (calls are served by the
 // fallback).
 func (o *outage) Degraded() bool {
+	if o.pr != nil {
+		return o.pr.Down()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.down
+}
+
+// outageNow returns the error a fail_closed gate returns at once, without
+// asking Redis, while its prober reports an outage; nil otherwise.
+func (o *outage) outageNow(op string) error {
+	if o.pr != nil && o.pr.Down() {
+		return &UnreachableError{Op: op, Err: errOutage}
+	}
+	return nil
 }
 
 // usePrimary reports whether this call goes to the primary: always outside
 // an outage; during one, a single call (the probe) once the retry interval
 // has passed.
 func (o *outage) usePrimary() (use, probe bool) {
+	if o.pr != nil {
+		return !o.pr.Down(), false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.down {
@@ -77,6 +96,12 @@ func (o *outage) usePrimary() (use, probe bool) {
 // back (Redis unreachable). Other errors belong to the caller.
 func (o *outage) settle(err error, probe bool) (fallBack bool) {
 	unreachable := errors.Is(err, ErrUnreachable)
+	if o.pr != nil {
+		if unreachable {
+			o.pr.report(err)
+		}
+		return unreachable
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if probe {

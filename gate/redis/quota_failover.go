@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 
 	"github.com/pgw-go/pgw/gate"
 )
@@ -25,6 +27,21 @@ const fallbackPermitID = "pgw-local-fallback"
 type QuotaFailover struct {
 	primary, fallback gate.QuotaGate
 	outage
+	lastID atomic.Pointer[[2]string] // the last fallback ID and its marked form
+}
+
+// markID returns fallbackPermitID + id, without allocating for the ID the
+// fallback gave last (a fallback gives few distinct IDs).
+func (f *QuotaFailover) markID(id string) string {
+	if id == "" {
+		return fallbackPermitID
+	}
+	if last := f.lastID.Load(); last != nil && last[0] == id {
+		return last[1]
+	}
+	m := fallbackPermitID + id
+	f.lastID.Store(&[2]string{id, m})
+	return m
 }
 
 var (
@@ -56,6 +73,9 @@ func NewQuotaFailover(primary, fallback gate.QuotaGate, mode Mode, logger *slog.
 // Acquire asks the primary, or the fallback during an outage.
 func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
 	if f.mode == FailClosed {
+		if err := f.outageNow("Acquire"); err != nil {
+			return gate.Permit{}, gate.QuotaDecision{}, err
+		}
 		return f.primary.Acquire(ctx, source, estTokens)
 	}
 	if use, probe := f.usePrimary(); use {
@@ -66,15 +86,15 @@ func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens in
 	}
 	p, d, err := f.fallback.Acquire(ctx, source, estTokens)
 	if err == nil && d.Allowed {
-		p.ID = fallbackPermitID
+		p.ID = f.markID(p.ID) // the fallback's own ID kept behind the mark
 	}
 	return p, d, err
 }
 
 // Settle corrects the account of the gate that granted p.
 func (f *QuotaFailover) Settle(ctx context.Context, p gate.Permit, actualTokens int64) error {
-	if p.ID == fallbackPermitID {
-		p.ID = ""
+	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
+		p.ID = id
 		return f.fallback.Settle(ctx, p, actualTokens)
 	}
 	return f.dropUnreachable(f.primary.Settle(ctx, p, actualTokens))
@@ -82,8 +102,8 @@ func (f *QuotaFailover) Settle(ctx context.Context, p gate.Permit, actualTokens 
 
 // Release frees p's slot in the gate that granted it.
 func (f *QuotaFailover) Release(ctx context.Context, p gate.Permit) error {
-	if p.ID == fallbackPermitID {
-		p.ID = ""
+	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
+		p.ID = id
 		return f.fallback.Release(ctx, p)
 	}
 	return f.dropUnreachable(f.primary.Release(ctx, p))
@@ -95,8 +115,8 @@ func (f *QuotaFailover) Finish(ctx context.Context, p gate.Permit, actualTokens 
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
 	}
-	if p.ID == fallbackPermitID {
-		p.ID = ""
+	if id, ok := strings.CutPrefix(p.ID, fallbackPermitID); ok {
+		p.ID = id
 		return gate.Finish(ctx, f.fallback, p, actualTokens)
 	}
 	return f.dropUnreachable(gate.Finish(ctx, f.primary, p, actualTokens))
@@ -127,6 +147,9 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 		return d, p, qd, false, nil
 	}
 	if f.mode == FailClosed {
+		if err := f.outageNow("Admit"); err != nil {
+			return d, p, qd, true, err
+		}
 		if isFailover {
 			b = fb.primary
 		}
@@ -142,4 +165,10 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 		return gate.Decision{}, gate.Permit{}, gate.QuotaDecision{}, false, nil
 	}
 	return d, p, qd, ok, err
+}
+
+// LocalPermit reports whether p was granted by the local fallback, so that
+// giving it back does no I/O.
+func (f *QuotaFailover) LocalPermit(p gate.Permit) bool {
+	return strings.HasPrefix(p.ID, fallbackPermitID)
 }

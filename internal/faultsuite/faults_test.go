@@ -51,10 +51,11 @@ func TestRedisKilledAndRestartedUnderLoadFailOpen(t *testing.T) {
 		allowed:  lostReplies,
 		fault:    killAndRestart,
 		// A second outage after the load: each process's local quota must
-		// still have every slot, so the outage's permits all came back.
+		// still have every slot of its share (MAX_IN_FLIGHT over the 3
+		// processes alive in Redis), so the outage's permits all came back.
 		capacity: func(r *rig, f *fs.Fleet) {
 			r.redis.Stop()
-			requireCapacity(r, f)
+			requireCapacityOf(r, f, max(toolInFlight/3, 1))
 			r.redis.Restart(r.t)
 		},
 	})

@@ -234,10 +234,14 @@ func (r *rig) each(reply *testutil.Reply) {
 
 // requireCapacity makes every worker hold 2 × toolInFlight ScopeTool calls
 // at once: all get in only if no in-flight slot leaked.
-func requireCapacity(r *rig, f *faultsuite.Fleet) {
-	got, err := f.Capacity(r.ctx, 2*toolInFlight)
+func requireCapacity(r *rig, f *faultsuite.Fleet) { requireCapacityOf(r, f, toolInFlight) }
+
+// requireCapacityOf makes every worker hold 2 × perSource ScopeTool calls
+// at once.
+func requireCapacityOf(r *rig, f *faultsuite.Fleet, perSource int) {
+	got, err := f.Capacity(r.ctx, 2*perSource)
 	require.NoError(r.t, err)
 	for i, n := range got {
-		assert.Equal(r.t, 2*toolInFlight, n, "worker %d: ScopeTool calls held at once (MAX_IN_FLIGHT %d × 2 sources)", i, toolInFlight)
+		assert.Equal(r.t, 2*perSource, n, "worker %d: ScopeTool calls held at once (%d × 2 sources)", i, perSource)
 	}
 }

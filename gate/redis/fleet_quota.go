@@ -1,0 +1,196 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+)
+
+// FleetQuota is the local fallback of a QuotaFailover for a fleet of
+// processes: it enforces this process's share of each limit — RPM, TPM and
+// MaxInFlight divided by N, the processes its Prober last saw alive in Redis
+// (at least 1 each) — so that the fleet, each process serving from its own
+// fallback during an outage, stays within the limits it shares in Redis.
+//
+// The bound: with N processes alive and every one on its fallback, the
+// fleet admits at most max(limit, N) in flight and per rolling minute — a
+// limit smaller than the fleet gives each process one. N is the count of the
+// last heartbeat before the outage (Redis cannot be asked during one); a
+// process that joined since is not counted, one that left still is. Calls
+// admitted by Redis before the outage and still running are not counted by
+// the fallbacks: they end within the source's timeout.
+//
+// A request whose estimate exceeds the share of TPM but not the whole TPM
+// reserves the whole share instead of failing. Safe for concurrent use.
+type FleetQuota struct {
+	limits map[string]gate.Limits
+	pr     *Prober
+	opts   []memory.Option
+
+	mu     sync.Mutex
+	shares map[int]*memory.Quota // by N; built when first needed
+	cur    atomic.Pointer[fleetShare]
+}
+
+// fleetShare is the quota of one fleet size and the permit ID it marks.
+type fleetShare struct {
+	n  int
+	q  *memory.Quota
+	id string
+}
+
+var (
+	_ gate.QuotaGate = (*FleetQuota)(nil)
+	_ gate.Finisher  = (*FleetQuota)(nil)
+)
+
+// NewFleetQuota returns the fleet-share fallback for limits, counting the
+// fleet with pr. Invalid limits return a *gate.LimitsError.
+func NewFleetQuota(limits map[string]gate.Limits, pr *Prober, opts ...memory.Option) (*FleetQuota, error) {
+	if pr == nil {
+		return nil, &ArgumentError{Name: "prober", Value: "<nil>", Legal: "a *Prober"}
+	}
+	if err := gate.ValidateLimits(limits); err != nil {
+		return nil, err
+	}
+	f := &FleetQuota{limits: limits, pr: pr, opts: opts, shares: map[int]*memory.Quota{}}
+	if _, err := f.quota(1); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Share returns the limits this process enforces for source now: each of
+// source's limits divided by the fleet's size, at least 1.
+func (f *FleetQuota) Share(source string) gate.Limits {
+	return share(f.limits[source], f.pr.Processes())
+}
+
+func share(l gate.Limits, n int) gate.Limits {
+	div := func(v int) int {
+		if v == 0 {
+			return 0
+		}
+		return max(v/n, 1)
+	}
+	return gate.Limits{RPM: div(l.RPM), TPM: div(l.TPM), MaxInFlight: div(l.MaxInFlight)}
+}
+
+// quota returns the memory quota enforcing the shares for a fleet of n.
+func (f *FleetQuota) quota(n int) (*memory.Quota, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if q := f.shares[n]; q != nil {
+		return q, nil
+	}
+	ls := make(map[string]gate.Limits, len(f.limits))
+	for name, l := range f.limits {
+		ls[name] = share(l, n)
+	}
+	q, err := memory.NewQuota(ls, f.opts...)
+	if err != nil {
+		return nil, err
+	}
+	f.shares[n] = q
+	return q, nil
+}
+
+// fleetPermitPrefix marks, in Permit.ID, the fleet size whose quota granted
+// the permit, so it goes back there after the count changed.
+const fleetPermitPrefix = "pgw-fleet-"
+
+// Acquire takes one request and estTokens from this process's share.
+func (f *FleetQuota) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	n := f.pr.Processes()
+	cur := f.cur.Load()
+	if cur == nil || cur.n != n {
+		q, err := f.quota(n)
+		if err != nil {
+			return gate.Permit{}, gate.QuotaDecision{}, err
+		}
+		cur = &fleetShare{n: n, q: q, id: fleetPermitPrefix + strconv.Itoa(n)}
+		f.cur.Store(cur)
+	}
+	q := cur.q
+	l := f.limits[source]
+	est := estTokens
+	if sh := share(l, n); sh.TPM > 0 && est > int64(sh.TPM) && est <= int64(l.TPM) {
+		est = int64(sh.TPM)
+	}
+	p, d, err := q.Acquire(ctx, source, est)
+	if err != nil {
+		// Report the caller's estimate against the whole limit.
+		if te, ok := err.(*gate.TokensError); ok {
+			te.Tokens, te.TPM = estTokens, l.TPM
+		}
+		return p, d, err
+	}
+	if d.Allowed {
+		p.ID = cur.id
+	}
+	return p, d, nil
+}
+
+// owner returns the quota that granted p.
+func (f *FleetQuota) owner(p gate.Permit) *memory.Quota {
+	if cur := f.cur.Load(); cur != nil && cur.id == p.ID {
+		return cur.q
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(p.ID, fleetPermitPrefix))
+	if err != nil || !strings.HasPrefix(p.ID, fleetPermitPrefix) {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.shares[n]
+}
+
+// Settle corrects the account of p's share.
+func (f *FleetQuota) Settle(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Settle", Source: p.Source, Tokens: actualTokens}
+	}
+	if q := f.owner(p); q != nil {
+		return q.Settle(ctx, p, actualTokens)
+	}
+	return nil
+}
+
+// Release frees p's in-flight slot.
+func (f *FleetQuota) Release(ctx context.Context, p gate.Permit) error {
+	if q := f.owner(p); q != nil {
+		return q.Release(ctx, p)
+	}
+	return nil
+}
+
+// Finish settles and releases p.
+func (f *FleetQuota) Finish(ctx context.Context, p gate.Permit, actualTokens int64) error {
+	if actualTokens < 0 {
+		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
+	}
+	if q := f.owner(p); q != nil {
+		return q.Finish(ctx, p, actualTokens)
+	}
+	return nil
+}
+
+// InFlight returns the slots of source held in this process's fallback.
+func (f *FleetQuota) InFlight(source string) int {
+	f.mu.Lock()
+	qs := make([]*memory.Quota, 0, len(f.shares))
+	for _, q := range f.shares {
+		qs = append(qs, q)
+	}
+	f.mu.Unlock()
+	n := 0
+	for _, q := range qs {
+		n += q.InFlight(source)
+	}
+	return n
+}
