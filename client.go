@@ -464,6 +464,17 @@ func (g *GatewayClient) Close() error {
 	return g.closeErr
 }
 
+// OutcomeWriterStats reports what the gateway's outcome writer has done:
+// outcomes written, failed and dropped (each of the last two leaves its
+// probe or in-flight lease to expire by itself), and how many are queued.
+// A gateway without Redis has no writer and reports zeros.
+func (g *GatewayClient) OutcomeWriterStats() admission.WriterStats {
+	if g.writer == nil {
+		return admission.WriterStats{}
+	}
+	return g.writer.Stats()
+}
+
 // writerCloseBound is how long Close lets the outcome writer flush: the
 // outcomes queued when the last call ended get one write timeout, then the
 // rest are dropped (their leases expire by themselves).

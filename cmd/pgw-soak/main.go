@@ -174,7 +174,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Window:       stallWindow + poll,
 		Bound:        stallWindow + poll + slack,
 		CancelBound:  500 * time.Millisecond,
-		Allowed: []string{faultsuite.ResultCircuitOpen, faultsuite.ResultStalled, faultsuite.ResultUnavailable,
+		// quota_exhausted: an upstream's Retry-After hold-off is a
+		// quota-like rejection, and a wait that cannot end within the
+		// call's deadline ends at once.
+		Allowed: []string{faultsuite.ResultCircuitOpen, faultsuite.ResultQuotaExhausted, faultsuite.ResultStalled, faultsuite.ResultUnavailable,
 			faultsuite.ResultCanceled, faultsuite.ResultCut},
 		RetryAfterGrace: 100 * time.Millisecond,
 		Verbose:         o.verbose,

@@ -188,7 +188,9 @@ func TestCallersUnreachableErrorStartsTheProbersOutage(t *testing.T) {
 	require.True(t, d.Allowed, "served by the fallback")
 	assert.True(t, pr.Down(), "the caller's error started the outage")
 	after, _ := pr.Probes()
-	assert.Equal(t, before, after, "no probe ran in between")
+	// The start-up probe may still be finishing when before is read; no
+	// probe beyond it runs (the interval is an hour).
+	assert.LessOrEqual(t, after-before, int64(1), "no probe ran in between")
 }
 
 // Close stops the prober's goroutine even while a probe is blocked on a

@@ -23,7 +23,7 @@ var notHereNotNow = []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN", "LOADI
 // a slot migration of a few keys or a cluster failover ends within it, and a
 // longer unavailability is an outage to serve around, not to wait out. The
 // caller's deadline bounds it further.
-const retryBudget = 250 * time.Millisecond
+const retryBudget = time.Second
 
 // notServed reports whether err is a reply of notHereNotNow.
 func notServed(err error) bool {

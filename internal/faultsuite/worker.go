@@ -193,6 +193,11 @@ func (w *worker) finish(enc *json.Encoder) int {
 	r.Outages, r.Warnings = w.logs.outagesAndWarnings()
 	if w.lost != nil {
 		r.Lost = w.lost.counts()
+		// An outcome the writer could not write (Redis down, its write
+		// timed out, the queue full) leaves its lease to expire, like a
+		// Release whose reply was lost.
+		ws := w.gw.OutcomeWriterStats()
+		r.Lost.Release += int64(ws.Failed + ws.Dropped)
 	}
 	if err := enc.Encode(message{Report: &r}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
