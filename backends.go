@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -39,7 +40,7 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 		return goredis.NewClient(o), nil
 	}
 	uo := &goredis.UniversalOptions{
-		Addrs:           rs.ClusterAddrs,
+		Addrs:           slices.Clone(rs.ClusterAddrs), // go-redis appends the nodes it discovers to it
 		IsClusterMode:   true,
 		ClientName:      o.ClientName,
 		Protocol:        o.Protocol,

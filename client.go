@@ -138,7 +138,9 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return nil, public(err)
 		}
 		pr, err := redis.NewProber(g.redis, redis.WithProberPrefix(s.Redis.Prefix),
-			redis.WithProberMode(mode), redis.WithProberLogger(o.logger))
+			redis.WithProberMode(mode), redis.WithProberLogger(o.logger),
+			redis.WithProbeInterval(s.Redis.ProbeInterval), redis.WithProbeTimeout(s.Redis.ProbeTimeout),
+			redis.WithProbeBackoff(s.Redis.ProbeBackoff), redis.WithHeartbeatTTL(s.Redis.HeartbeatTTL))
 		if err != nil {
 			g.release()
 			return nil, public(err)

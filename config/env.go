@@ -23,7 +23,13 @@ type globalEnv struct {
 	RedisClusterAddrs *string `envconfig:"PGW_REDIS_CLUSTER_ADDRS"`
 	RedisPrefix       *string `envconfig:"PGW_REDIS_PREFIX" default:"pgw"`
 	RedisDown         *string `envconfig:"PGW_REDIS_DOWN" default:"fail_open"`
-	Scopes            *string `envconfig:"PGW_SCOPES" default:"CHAT,EMBEDDING,OCR"`
+	// The prober's defaults follow its interval (RedisSettings), so they
+	// are filled in by WithDefaults, not here.
+	RedisProbeInterval *string `envconfig:"PGW_REDIS_PROBE_INTERVAL_S"`
+	RedisProbeTimeout  *string `envconfig:"PGW_REDIS_PROBE_TIMEOUT_S"`
+	RedisProbeBackoff  *string `envconfig:"PGW_REDIS_PROBE_BACKOFF_S"`
+	RedisHeartbeatTTL  *string `envconfig:"PGW_REDIS_HEARTBEAT_TTL_S"`
+	Scopes             *string `envconfig:"PGW_SCOPES" default:"CHAT,EMBEDDING,OCR"`
 }
 
 // LookupFunc looks up one key, like os.LookupEnv: the value and whether the

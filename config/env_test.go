@@ -524,12 +524,16 @@ func TestEveryMistakeOfEveryScopeInOneError(t *testing.T) {
 // empty and set keys.
 func TestEnvconfigAndLookupReadGlobalsAlike(t *testing.T) {
 	globals := []string{"PGW_BREAKER_BACKEND", "PGW_QUOTA_BACKEND", "PGW_REDIS_URL", "PGW_REDIS_CLUSTER_ADDRS",
-		"PGW_REDIS_PREFIX", "PGW_REDIS_DOWN", "PGW_SCOPES"}
+		"PGW_REDIS_PREFIX", "PGW_REDIS_DOWN", "PGW_SCOPES", "PGW_REDIS_PROBE_INTERVAL_S", "PGW_REDIS_PROBE_TIMEOUT_S",
+		"PGW_REDIS_PROBE_BACKOFF_S", "PGW_REDIS_HEARTBEAT_TTL_S"}
 	for _, tc := range []map[string]string{
 		{"CHAT__SOURCES": "a"},
 		{"CHAT__SOURCES": "a", "PGW_BREAKER_BACKEND": "redis", "PGW_REDIS_URL": "redis://:p@h:1/2",
 			"PGW_REDIS_CLUSTER_ADDRS": "h:1,h:2", "PGW_REDIS_PREFIX": "x", "PGW_REDIS_DOWN": "fail_closed"},
 		{"CHAT__SOURCES": "a", "PGW_BREAKER_BACKEND": "noop", "PGW_QUOTA_BACKEND": "redis"},
+		{"CHAT__SOURCES": "a", "PGW_REDIS_PROBE_INTERVAL_S": "0.1", "PGW_REDIS_PROBE_TIMEOUT_S": "0.04",
+			"PGW_REDIS_PROBE_BACKOFF_S": "1", "PGW_REDIS_HEARTBEAT_TTL_S": "0.5"},
+		{"CHAT__SOURCES": "a", "PGW_REDIS_PROBE_TIMEOUT_S": "0.3"},
 		{"CHAT__SOURCES": "a", "PGW_REDIS_PREFIX": "", "PGW_QUOTA_BACKEND": "", "PGW_SCOPES": "chat"},
 		{"PGW_SCOPES": "OCR", "OCR__SOURCES": "o", "OCR__O__API_KEY": "k", "OCR__COOLDOWN_S": "2.5"},
 	} {

@@ -74,7 +74,19 @@ var globalFields = []field[Settings]{
 	},
 	enumField("PGW_REDIS_DOWN", func(s *Settings) *RedisDown { return &s.Redis.Down },
 		RedisFailOpen, RedisFailClosed),
+	durationField(keyProbeInterval, func(s *Settings) *time.Duration { return &s.Redis.ProbeInterval }),
+	durationField(keyProbeTimeout, func(s *Settings) *time.Duration { return &s.Redis.ProbeTimeout }),
+	durationField(keyProbeBackoff, func(s *Settings) *time.Duration { return &s.Redis.ProbeBackoff }),
+	durationField(keyHeartbeatTTL, func(s *Settings) *time.Duration { return &s.Redis.HeartbeatTTL }),
 }
+
+// The prober's keys, which validate also checks against each other.
+const (
+	keyProbeInterval = "PGW_REDIS_PROBE_INTERVAL_S"
+	keyProbeTimeout  = "PGW_REDIS_PROBE_TIMEOUT_S"
+	keyProbeBackoff  = "PGW_REDIS_PROBE_BACKOFF_S"
+	keyHeartbeatTTL  = "PGW_REDIS_HEARTBEAT_TTL_S"
+)
 
 var scopeFields = []field[ScopeSettings]{
 	enumField("QUOTA_FULL", func(s *ScopeSettings) *Mode { return &s.QuotaFull }, ModeWait, ModeFailFast),

@@ -50,6 +50,21 @@ const (
 	DefaultRedisURL       = "redis://127.0.0.1:6379/0"
 	DefaultRedisPrefix    = "pgw"
 	DefaultRedisDown      = RedisFailOpen
+	// DefaultRedisProbeInterval is how often the gateway's prober asks
+	// Redis while it answers (PGW_REDIS_PROBE_INTERVAL_S).
+	DefaultRedisProbeInterval = 500 * time.Millisecond
+	// DefaultRedisProbeTimeout bounds one probe (PGW_REDIS_PROBE_TIMEOUT_S)
+	// when the interval is the default; a shorter interval shortens it to
+	// half the interval.
+	DefaultRedisProbeTimeout = 200 * time.Millisecond
+	// DefaultRedisProbeBackoff is the longest pause between probes during
+	// an outage (PGW_REDIS_PROBE_BACKOFF_S), or the interval when that is
+	// longer.
+	DefaultRedisProbeBackoff = 2 * time.Second
+	// DefaultRedisHeartbeatTTL is how long a process counts as alive in
+	// Redis after its last probe (PGW_REDIS_HEARTBEAT_TTL_S), or six
+	// intervals when that is longer.
+	DefaultRedisHeartbeatTTL = 3 * time.Second
 	// DefaultScopes is the default of PGW_SCOPES.
 	DefaultScopes = "CHAT,EMBEDDING,OCR"
 	// DefaultQuotaFull and DefaultCircuitOpen: waiting
@@ -97,6 +112,24 @@ type RedisSettings struct {
 	Prefix string
 	// Down is fail_open (default) or fail_closed.
 	Down RedisDown
+	// ProbeInterval is how often the gateway's one prober runs a short
+	// script on Redis while it answers; two failed probes in a row start
+	// an outage, so a silent Redis is seen within about two intervals
+	// (default DefaultRedisProbeInterval).
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one probe; at most half ProbeInterval, so that a
+	// failed probe and its confirmation fit in one interval (default
+	// DefaultRedisProbeTimeout, or half the interval when that is less).
+	ProbeTimeout time.Duration
+	// ProbeBackoff is the longest pause between probes during an outage:
+	// the pause doubles from the interval up to it; at least ProbeInterval
+	// (default max(DefaultRedisProbeBackoff, ProbeInterval)).
+	ProbeBackoff time.Duration
+	// HeartbeatTTL is how long a process counts as alive in Redis after its
+	// last probe; fail_open divides each limit by the processes alive. More
+	// than ProbeInterval (default max(DefaultRedisHeartbeatTTL, 6 ×
+	// ProbeInterval)).
+	HeartbeatTTL time.Duration
 }
 
 // Scope returns the active scope called name, and whether it exists.
@@ -131,6 +164,7 @@ func (s Settings) WithDefaults() Settings {
 	if s.Redis.Down == "" {
 		s.Redis.Down = DefaultRedisDown
 	}
+	s.Redis = s.Redis.withProbeDefaults()
 	s.Scopes = slices.Clone(s.Scopes)
 	for i := range s.Scopes {
 		s.Scopes[i] = s.Scopes[i].WithDefaults()
@@ -140,3 +174,23 @@ func (s Settings) WithDefaults() Settings {
 
 // defaultPolicy is gate's defaults, so that this package and the gates agree.
 var defaultPolicy = gate.Policy{}.WithDefaults()
+
+// withProbeDefaults fills the prober's zero fields. The defaults follow the
+// interval, so that setting the interval alone always gives a prober that
+// can start: a timeout of at most half of it, a backoff and a heartbeat
+// that outlast it.
+func (r RedisSettings) withProbeDefaults() RedisSettings {
+	if r.ProbeInterval == 0 {
+		r.ProbeInterval = DefaultRedisProbeInterval
+	}
+	if r.ProbeTimeout == 0 {
+		r.ProbeTimeout = min(DefaultRedisProbeTimeout, r.ProbeInterval/2)
+	}
+	if r.ProbeBackoff == 0 {
+		r.ProbeBackoff = max(DefaultRedisProbeBackoff, r.ProbeInterval)
+	}
+	if r.HeartbeatTTL == 0 {
+		r.HeartbeatTTL = max(DefaultRedisHeartbeatTTL, 6*r.ProbeInterval)
+	}
+	return r
+}

@@ -30,6 +30,7 @@ func (s *Settings) Validate() error {
 // validate checks effective settings (defaults applied).
 func validate(s Settings, ps *problems) {
 	checkFields(globalFields, &s, "", ps)
+	checkProber(s.Redis, ps)
 	if len(s.Scopes) == 0 {
 		ps.addUnset(keyScopes, legalNoScope)
 	}
@@ -75,6 +76,26 @@ func validate(s Settings, ps *problems) {
 				}
 			}
 		}
+	}
+}
+
+// checkProber checks the prober's durations against its interval, as
+// redis.NewProber does: a failed probe and the one that confirms it must fit
+// in one interval, the backoff may only lengthen the pause, and a heartbeat
+// must outlive the pause before the next one.
+func checkProber(r RedisSettings, ps *problems) {
+	iv := formatSeconds(r.ProbeInterval)
+	if 2*r.ProbeTimeout > r.ProbeInterval && !ps.has(keyProbeTimeout) {
+		ps.add(keyProbeTimeout, formatSeconds(r.ProbeTimeout),
+			"seconds in [0.001, "+formatSeconds(r.ProbeInterval/2)+"]: at most half "+keyProbeInterval+" ("+iv+")")
+	}
+	if r.ProbeBackoff < r.ProbeInterval && !ps.has(keyProbeBackoff) {
+		ps.add(keyProbeBackoff, formatSeconds(r.ProbeBackoff),
+			"seconds in ["+iv+", 10000000]: at least "+keyProbeInterval+" ("+iv+")")
+	}
+	if r.HeartbeatTTL <= r.ProbeInterval && !ps.has(keyHeartbeatTTL) {
+		ps.add(keyHeartbeatTTL, formatSeconds(r.HeartbeatTTL),
+			"seconds in ("+iv+", 10000000]: more than "+keyProbeInterval+" ("+iv+")")
 	}
 }
 

@@ -58,9 +58,9 @@ func TestContractRedisServer(t *testing.T) {
 }
 
 // TestRedisCluster runs everything that needs a cluster on one 3-master
-// cluster: starting one takes a few seconds.
+// cluster with a replica per master: starting one takes a few seconds.
 func TestRedisCluster(t *testing.T) {
-	cl := testutil.StartRedisCluster(t)
+	cl := testutil.StartRedisCluster(t, testutil.WithReplicas())
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs})
 	t.Cleanup(func() { _ = c.Close() })
 
@@ -96,6 +96,12 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("ScriptFlushMidRunKeepsWorking", func(t *testing.T) {
 		// SCRIPT FLUSH on every master: NOSCRIPT may come from any node.
 		scriptFlushKeepsWorking(t, c, func() { require.NoError(t, c.ScriptFlush(t.Context()).Err()) })
+	})
+
+	// Last: it moves the masters' roles (and back, but let nothing depend
+	// on that).
+	t.Run("FailoverUnderLoadFailsNothing", func(t *testing.T) {
+		clusterFailoverUnderLoad(t, cl)
 	})
 }
 

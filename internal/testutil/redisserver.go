@@ -3,7 +3,6 @@ package testutil
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -67,12 +66,13 @@ type RedisServer struct {
 	// Addr is host:port of the server, stable across Restart.
 	Addr string
 
-	bin    string
-	dir    string
-	args   []string
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	bin     string
+	dir     string
+	busPort int // the cluster bus port of a cluster node, else 0
+	args    []string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
 }
 
 // StartRedis starts a standalone redis-server on a free loopback port and
@@ -277,67 +277,6 @@ func (s *RedisServer) logTail() string {
 		b = b[len(b)-2000:]
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// RedisCluster is a 3-master Redis Cluster (no replicas) owned by a test.
-type RedisCluster struct {
-	// Addrs are the masters' host:port, the seeds for a cluster client.
-	Addrs []string
-	// Nodes are the server processes, in the order of Addrs.
-	Nodes []*RedisServer
-}
-
-// StartRedisCluster starts three cluster-enabled redis-servers on free
-// loopback ports, joins them with redis-cli --cluster create (16384 slots
-// over three masters, no replicas) and waits until every node reports
-// cluster_state:ok. It skips (or, with CI=true, fails) the test when
-// redis-server or redis-cli is not installed.
-func StartRedisCluster(t testing.TB) *RedisCluster {
-	t.Helper()
-	bin, cli := RequireRedisBinaries(t)
-	c := &RedisCluster{}
-	for range 3 {
-		busPort, err := freePort()
-		if err != nil {
-			t.Fatalf("free port for the cluster bus: %v", err)
-		}
-		s, err := startRedis(t, bin, func(string) []string {
-			return []string{
-				"--cluster-enabled", "yes",
-				"--cluster-config-file", "nodes.conf",
-				"--cluster-node-timeout", "2000",
-				// An explicit bus port: the default port+10000 may be taken
-				// or beyond 65535 for a high ephemeral port.
-				"--cluster-port", strconv.Itoa(busPort),
-			}
-		})
-		if err != nil {
-			t.Fatalf("start cluster node: %v", err)
-		}
-		c.Nodes = append(c.Nodes, s)
-		c.Addrs = append(c.Addrs, s.Addr)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
-	defer cancel()
-	args := append([]string{"--cluster", "create"}, c.Addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	for _, n := range c.Nodes {
-		for {
-			info, err := n.clusterInfo()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("cluster node %s not ok within %v: %v\n%s", n.Addr, clusterReadyTimeout, err, info)
-			}
-			time.Sleep(redisPollInterval)
-		}
-	}
-	return c
 }
 
 func (s *RedisServer) clusterInfo() (string, error) { return s.command("CLUSTER", "INFO") }
