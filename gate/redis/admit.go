@@ -9,13 +9,14 @@ import (
 	"github.com/pgw-go/pgw/gate"
 )
 
-// scriptAdmit is TryEnter and Acquire in one script: the two operations'
-// own bodies, each wrapped in a function, after both preludes.
-var scriptAdmit = goredis.NewScript(mustRead("lua/common.lua") + "\n" +
-	mustRead("lua/quota_common.lua") + "\n" +
-	"local function try_enter_body(KEYS, ARGV)\n" + mustRead("lua/try_enter.lua") + "\nend\n" +
-	"local function acquire_body(KEYS, ARGV)\n" + mustRead("lua/quota_acquire.lua") + "\nend\n" +
-	mustRead("lua/admit.lua"))
+// scriptAdmit is TryEnter, Acquire and the budget's take in one script
+// (lua/admit.lua): TryEnter's prelude and body wrapped in a function for
+// whatever its fast path does not decide, the budget's rules in a function
+// that defines them only when a budget is asked.
+var scriptAdmit = goredis.NewScript(lua("clock.lua", "quota_common.lua") +
+	"local function budget_lib()\n" + mustRead("lua/budget_common.lua") +
+	"\nreturn { load = budget_load, check = budget_check, take = budget_take }\nend\n" +
+	body("try_enter_body", "common.lua", "try_enter.lua") + mustRead("lua/admit.lua"))
 
 var _ gate.Admitter = (*Quota)(nil)
 

@@ -9,12 +9,11 @@ import (
 	"github.com/pgw-go/pgw/gate"
 )
 
-// scriptConclude is Record and Finish in one script: record.lua's own body,
-// wrapped in a function, after both preludes.
-var scriptConclude = goredis.NewScript(mustRead("lua/common.lua") + "\n" +
-	mustRead("lua/quota_common.lua") + "\n" +
-	"local function record_body(KEYS, ARGV)\n" + mustRead("lua/record.lua") + "\nend\n" +
-	mustRead("lua/conclude.lua"))
+// scriptConclude is Record and Finish in one script (lua/conclude.lua):
+// Record's prelude and body wrapped in a function for whatever its fast
+// path does not decide, after the quota's prelude.
+var scriptConclude = goredis.NewScript(lua("clock.lua", "quota_common.lua") +
+	body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude.lua"))
 
 var _ gate.Concluder = (*Quota)(nil)
 

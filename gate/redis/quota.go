@@ -23,10 +23,10 @@ const DefaultLease = 10 * time.Minute
 // The quota scripts, one per operation. Acquire and Settle share the bucket
 // arithmetic of lua/quota_common.lua, prepended to each body.
 var (
-	scriptQuotaAcquire = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_acquire.lua"))
-	scriptQuotaSettle  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_settle.lua"))
+	scriptQuotaAcquire = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_acquire.lua"))
+	scriptQuotaSettle  = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_settle.lua"))
 	scriptQuotaRelease = goredis.NewScript(mustRead("lua/quota_release.lua"))
-	scriptQuotaFinish  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_finish.lua"))
+	scriptQuotaFinish  = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_finish.lua"))
 )
 
 // Quota is the Redis quota gate: per (scope, source) a rolling RPM bucket, a
