@@ -75,5 +75,6 @@ func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
 	var c lostHook
 	c.count(evalsha(all, make([]any, admitArgs)...))
 	c.count(evalsha(all, make([]any, concludeArgs)...))
-	assert.Equal(t, LostReplies{Acquire: 1, Release: 1, TryEnter: 1, Record: 1}, c.counts())
+	c.count(evalsha(append(all, "p:{chat:a}:advertised"), make([]any, admitArgs)...)) // with the budget's take
+	assert.Equal(t, LostReplies{Acquire: 2, Release: 1, TryEnter: 2, Record: 1}, c.counts())
 }

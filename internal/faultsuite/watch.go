@@ -158,7 +158,7 @@ func (h *lostHook) count(args []any) {
 	case int64:
 		n = int(v)
 	}
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 5)
 	for i := 0; i < n && 3+i < len(args); i++ {
 		k, _ := args[3+i].(string)
 		keys = append(keys, k)
@@ -173,8 +173,10 @@ func (h *lostHook) count(args []any) {
 		h.tryEnter.Add(1)
 	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 17:
 		h.record.Add(1)
-	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
-		// An admission: a probe lease and an in-flight lease it may hold.
+	case (len(keys) == 4 || len(keys) == 5) && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
+		// An admission (with the advertised budget's key as a fifth when
+		// it took the budget too): a probe lease and an in-flight lease it
+		// may hold.
 		h.tryEnter.Add(1)
 		h.acquire.Add(1)
 	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == concludeArgs:

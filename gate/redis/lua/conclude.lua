@@ -15,17 +15,17 @@
 -- The fast path: a Success or Released of a current Closed admission that
 -- changes nothing — no failures to reset, no window to count (width 0) —
 -- and finds a TTL that needs no refresh (or no record at all) writes
--- nothing to the record, so it is decided from six fields here, without
+-- nothing to the record, so it is decided from five fields here, without
 -- running the state machine. Anything else goes to record_body, which reads
 -- the record again and decides as record.lua does.
 local reply
 do
   local outcome = ARGV[14]
-  local rec = redis.call('HMGET', KEYS[1], 'st', 'gen', 'fo', 'x', 'cf', 'ou')
+  local rec = redis.call('HMGET', KEYS[1], 'st', 'gen', 'fo', 'x', 'cf')
   local st, gen, fo, x = tonumber(rec[1]) or 0, tonumber(rec[2]) or 0, tonumber(rec[3]) or 0, tonumber(rec[4])
   if (outcome == '4' or (outcome == '1' and ARGV[8] == '0' and (tonumber(rec[5]) or 0) == 0))
       and st == 0 and ARGV[15] == '1' and ARGV[16] == '0' and tonumber(ARGV[17]) == gen
-      and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[11]) * 500) or not (rec[1] or rec[2] or rec[3] or x or rec[5] or rec[6])) then
+      and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[11]) * 500) or not (rec[1] or rec[2] or rec[3] or x or rec[5])) then
     reply = { 1, 0, 0, gen, fo }
   else
     reply = record_body(KEYS, ARGV)

@@ -31,6 +31,8 @@ local function bucket(raw, off, drain, unit, cap)
     drain = drain, unit = unit, cap = cap,
   }
   local stored = tonumber(raw[off + 2])
+  -- A unit already stored is not written again (each field written costs).
+  b.unit_stored = stored == unit
   if stored and stored ~= unit and b.level > 0 then
     -- The limit changed: same share of the allowance, new units.
     b.level = math.min(math.ceil(b.level / stored * unit), 2 * cap)
@@ -110,11 +112,17 @@ local function settle(key, drain_, unit, cap, delta)
   tpm.level = math.min(math.max(tpm.level + delta * tpm.unit, 0), 2 * tpm.cap)
   -- The RPM fields may need longer than the TPM ones: never shorten the TTL.
   local qx = hash_expiry(now, tonumber(raw[4]), ms_to_empty(tpm) + 1000)
+  local fields = { 'tl', int(tpm.level), 'ts', int(tpm.stamp) }
+  if not tpm.unit_stored then
+    fields[5], fields[6] = 'tu', int(tpm.unit)
+  end
   if qx then
-    redis.call('HSET', key, 'tl', int(tpm.level), 'ts', int(tpm.stamp), 'tu', int(tpm.unit), 'qx', int(qx))
+    fields[#fields + 1] = 'qx'
+    fields[#fields + 1] = int(qx)
+  end
+  redis.call('HSET', key, unpack(fields))
+  if qx then
     redis.call('PEXPIRE', key, int(math.ceil((qx - now) / 1000)))
-  else
-    redis.call('HSET', key, 'tl', int(tpm.level), 'ts', int(tpm.stamp), 'tu', int(tpm.unit))
   end
   return int(tpm.level)
 end
@@ -192,22 +200,19 @@ local function commit_acquire(hkey, lkey, q)
   local need = 0
   if rpm.drain > 0 then
     rpm.level = rpm.level + rpm.unit
-    fields[#fields + 1] = 'rl'
-    fields[#fields + 1] = int(rpm.level)
-    fields[#fields + 1] = 'rs'
-    fields[#fields + 1] = int(rpm.stamp)
-    fields[#fields + 1] = 'ru'
-    fields[#fields + 1] = int(rpm.unit)
+    fields[1], fields[2], fields[3], fields[4] = 'rl', int(rpm.level), 'rs', int(rpm.stamp)
+    if not rpm.unit_stored then
+      fields[5], fields[6] = 'ru', int(rpm.unit)
+    end
     need = math.max(need, ms_to_empty(rpm))
   end
   if tpm.drain > 0 then
     tpm.level = tpm.level + q.est * tpm.unit
-    fields[#fields + 1] = 'tl'
-    fields[#fields + 1] = int(tpm.level)
-    fields[#fields + 1] = 'ts'
-    fields[#fields + 1] = int(tpm.stamp)
-    fields[#fields + 1] = 'tu'
-    fields[#fields + 1] = int(tpm.unit)
+    local n = #fields
+    fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = 'tl', int(tpm.level), 'ts', int(tpm.stamp)
+    if not tpm.unit_stored then
+      fields[n + 5], fields[n + 6] = 'tu', int(tpm.unit)
+    end
     need = math.max(need, ms_to_empty(tpm))
   end
   -- The lease set must outlive its newest lease; refreshed to two lease
