@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -13,19 +12,59 @@ import (
 // (lua/admit.lua): TryEnter's prelude and body wrapped in a function for
 // whatever its fast path does not decide, the budget's rules in a function
 // that defines them only when a budget is asked.
-var scriptAdmit = goredis.NewScript(lua("clock.lua", "quota_common.lua") +
-	"local function budget_lib()\n" + mustRead("lua/budget_common.lua") +
-	"\nreturn { load = budget_load, check = budget_check, take = budget_take }\nend\n" +
-	body("try_enter_body", "common.lua", "try_enter.lua") + mustRead("lua/admit.lua"))
+var (
+	scriptAdmitSrc = lua("clock.lua", "quota_common.lua") +
+		"local function budget_lib()\n" + mustRead("lua/budget_common.lua") +
+		"\nreturn { load = budget_load, check = budget_check, take = budget_take }\nend\n" +
+		body("try_enter_body", "common.lua", "try_enter.lua") + mustRead("lua/admit.lua")
+	scriptAdmit = goredis.NewScript(scriptAdmitSrc)
+)
 
 var (
 	_ gate.Admitter       = (*Quota)(nil)
 	_ gate.BudgetAdmitter = (*Quota)(nil)
 )
 
-// noLimits is the quota part of admit.lua's arguments for a source without
-// limits: no rate, no in-flight limit.
+// noLimits is the rates of admit.lua's arguments for a source without
+// limits.
 var noLimits = []any{"0", "0", "0", "0", "0", "0"}
+
+// admitHeads are a source's admit.lua commands up to the call's own
+// arguments, built once for the breaker they were built with: "evalsha",
+// the hash, the number of keys, the keys, the policy, the rates,
+// MaxInFlight and the lease — without and with the budget's key.
+type admitHeads struct {
+	rb    *Breaker
+	heads [2][]any
+}
+
+// admitHead returns s's admit.lua command head for rb (admitHeads).
+func (s *quotaSource) admitHead(q *Quota, rb *Breaker, withBudget bool) []any {
+	h := s.heads.Load()
+	if h == nil || h.rb != rb {
+		h = &admitHeads{rb: rb, heads: [2][]any{
+			q.newAdmitHead(rb, s.admitKeys[:4], s.rates, s.maxInFlight),
+			q.newAdmitHead(rb, s.admitKeys, s.rates, s.maxInFlight),
+		}}
+		s.heads.Store(h)
+	}
+	if withBudget {
+		return h.heads[1]
+	}
+	return h.heads[0]
+}
+
+// newAdmitHead builds one admit.lua command head (admitHeads).
+func (q *Quota) newAdmitHead(rb *Breaker, keys []string, rates []any, maxInFlight string) []any {
+	head := make([]any, 0, 3+len(keys)+len(rb.policy)+len(rates)+2)
+	head = append(head, "evalsha", scriptAdmit.Hash(), len(keys))
+	for _, k := range keys {
+		head = append(head, k)
+	}
+	head = append(head, rb.policy...)
+	head = append(head, rates...)
+	return append(head, maxInFlight, q.leaseArg)
+}
 
 // Admit asks b.TryEnter(source) and, when it allows, Acquire(source,
 // estTokens), in one script and one round trip (gate.Admitter). It combines
@@ -66,26 +105,20 @@ func (q *Quota) admit(ctx context.Context, rb *Breaker, withBudget bool, source 
 		}
 		return d, gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, true, nil
 	}
-	var keys []string
+	var head []any
 	var id string
-	args := make([]any, 0, len(rb.policy)+10)
-	args = append(args, rb.policy...)
 	if s != nil {
-		keys = s.admitKeys
-		if !withBudget {
-			keys = keys[:4]
-		}
+		head = s.admitHead(q, rb, withBudget)
 		if s.limits.MaxInFlight > 0 {
 			id = newPermitID()
 		}
-		args = append(args, s.rates...)
-		args = append(args, strconv.FormatInt(estTokens, 10), s.maxInFlight, q.leaseArg, id)
 	} else {
-		keys = q.admitKeys(source)
-		args = append(args, noLimits...)
-		args = append(args, strconv.FormatInt(max(estTokens, 0), 10), "0", "0", "")
+		head = q.newAdmitHead(rb, q.admitKeys(source), noLimits, "0")
 	}
-	v, err := runScript(ctx, q.c, scriptAdmit, keys, args...).Int64Slice()
+	args := make([]any, len(head), len(head)+2)
+	copy(args, head)
+	args = append(args, max(estTokens, 0), id)
+	v, err := runArgs(ctx, q.c, scriptAdmitSrc, args).Int64Slice()
 	if err != nil {
 		return d, p, qd, true, wrapErr(ctx, "Admit", source, err)
 	}

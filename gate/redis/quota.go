@@ -44,7 +44,7 @@ type Quota struct {
 	c        goredis.UniversalClient
 	prefix   string // "<prefix>:{<scope>:"
 	lease    time.Duration
-	leaseArg string                  // lease in µs, as quota_acquire.lua's ARGV[9]
+	leaseArg string                  // lease in µs, as quota_acquire.lua's ARGV[8]
 	sources  map[string]*quotaSource // read-only after NewQuota
 }
 
@@ -56,11 +56,13 @@ var (
 // quotaSource is one source's limits rendered as script arguments.
 type quotaSource struct {
 	limits      gate.Limits
-	keys        []string // bucket hash, in-flight lease set
-	admitKeys   []string // admit.lua's five keys (Quota.admitKeys)
-	rates       []any    // ARGV[1..6] of quota_acquire.lua
-	tpm         []any    // ARGV[1..3] of quota_settle.lua and quota_finish.lua
-	maxInFlight string   // ARGV[8] of quota_acquire.lua
+	keys        []string                   // bucket hash, in-flight lease set
+	admitKeys   []string                   // admit.lua's five keys (Quota.admitKeys)
+	rates       []any                      // ARGV[1..6] of quota_acquire.lua
+	tpm         []any                      // ARGV[1..3] of quota_settle.lua and quota_finish.lua
+	maxInFlight string                     // ARGV[7] of quota_acquire.lua
+	heads       atomic.Pointer[admitHeads] // admit.lua's (admitHead)
+	conclude    atomic.Pointer[admitHeads] // conclude.lua's (concludeHead)
 }
 
 // tpmDelta is the correction a settlement of p to actualTokens makes,
@@ -154,7 +156,7 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 	}
 	args := make([]any, 0, 10)
 	args = append(args, s.rates...)
-	args = append(args, strconv.FormatInt(estTokens, 10), s.maxInFlight, q.leaseArg, id)
+	args = append(args, s.maxInFlight, q.leaseArg, strconv.FormatInt(estTokens, 10), id)
 	v, err := runScript(ctx, q.c, scriptQuotaAcquire, s.keys, args...).Int64Slice()
 	if err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, wrapErr(ctx, "Acquire", source, err)

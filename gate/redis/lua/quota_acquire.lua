@@ -2,10 +2,12 @@
 -- KEYS[1] bucket hash, KEYS[2] in-flight lease set (see quota_common.lua).
 -- ARGV[1..3]  RPM drain, unit, capacity (all 0: no RPM limit)
 -- ARGV[4..6]  TPM drain, unit, capacity (all 0: no TPM limit)
--- ARGV[7]     estimated tokens (0 ≤ est ≤ TPM, checked by the caller)
--- ARGV[8]     MaxInFlight (0: no limit)
--- ARGV[9]     lease length, µs
+-- ARGV[7]     MaxInFlight (0: no limit)
+-- ARGV[8]     lease length, µs
+-- ARGV[9]     estimated tokens (0 ≤ est ≤ TPM, checked by the caller)
 -- ARGV[10]    permit ID, the lease member
+-- (The source's constants first, the call's last: the Go side builds the
+-- command up to ARGV[8] once per source.)
 -- Reply: {allowed 0|1, retry_after µs, limit 0 none|1 rpm|2 tpm|3 in_flight}.
 -- All or nothing: a rejection writes nothing but the removal of expired
 -- leases. retry_after is the rate limits' exact wait; 0 when only
