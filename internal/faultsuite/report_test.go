@@ -52,7 +52,7 @@ func TestHistogramQuantilesWithinTwoPercent(t *testing.T) {
 }
 
 func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
-	policy := make([]any, 13)
+	policy := make([]any, policyArgs)
 	evalsha := func(keys []string, args ...any) []any {
 		out := []any{"evalsha", "sha", len(keys)}
 		for _, k := range keys {

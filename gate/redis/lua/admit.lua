@@ -8,7 +8,7 @@
 -- KEYS[3] bucket hash, KEYS[4] in-flight lease set (quota_common.lua),
 -- KEYS[5] optional: the advertised budget (budget_common.lua); all under
 -- the source's one hash tag.
--- ARGV[1..13] the policy (common.lua), then quota_acquire.lua's ten
+-- ARGV[1..3] the policy (common.lua), then quota_acquire.lua's ten
 -- arguments (the rates all 0 for a source without limits; its estimated
 -- tokens are also the budget's).
 -- Reply: try_enter.lua's seven integers, then {allowed 0|1, retry_after µs,
@@ -25,7 +25,7 @@ local d
 do
   local rec = redis.call('HMGET', KEYS[1], 'st', 'gen', 'fo', 'x')
   local st, gen, fo, x = tonumber(rec[1]) or 0, tonumber(rec[2]) or 0, tonumber(rec[3]) or 0, tonumber(rec[4])
-  if st == 0 and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[11]) * 500) or not (rec[1] or rec[2] or rec[3] or x)) then
+  if st == 0 and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[1]) * 500) or not (rec[1] or rec[2] or rec[3] or x)) then
     d = { 1, 0, 0, 0, gen, gen, fo }
   else
     d = try_enter_body(KEYS, ARGV)
@@ -42,7 +42,7 @@ local function refuse(wait, limit)
   end
   return { d[1], d[2], d[3], d[4], d[5], d[6], d[7], 0, wait, limit }
 end
-local q = acquire(KEYS[3], KEYS[4], ARGV, 13)
+local q = acquire(KEYS[3], KEYS[4], ARGV, 3) -- after the policy's NPOLICY = 3
 if not q.ok then
   return refuse(q.wait, q.limit)
 end

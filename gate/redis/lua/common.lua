@@ -22,11 +22,14 @@
 --     member = lease token, score = expiry in server µs
 --
 -- ARGV[1..NPOLICY] is the policy, the same for every script:
---   1 ConsecutiveFailures (-1: off)   2 Cooldown µs        3 MaxCooldown µs
---   4 CooldownMultiplier    5 ProbeTTL µs        6 SuccessThreshold
---   7 HalfOpenProbes        8 window bucket width ms (0: no window)
---   9 WindowMinCalls       10 WindowFailureRate 11 key TTL ms
---  12 WindowFailures (0: off)  13 HalfOpenCalls (0: off)
+--   1 key TTL ms    2 window bucket width ms (0: no window)
+--   3 the rest, comma-separated: ConsecutiveFailures (-1: off), Cooldown µs,
+--     MaxCooldown µs, CooldownMultiplier, ProbeTTL µs, SuccessThreshold,
+--     HalfOpenProbes, WindowMinCalls, WindowFailureRate, WindowFailures
+--     (0: off), HalfOpenCalls (0: off)
+-- The two the fast paths of admit.lua and conclude.lua read come first, on
+-- their own; the rest travels as one argument, parsed only by a script that
+-- needs it, because each argument costs the server (and the client) work.
 -- Script-specific arguments follow from ARGV[NPOLICY + 1].
 --
 -- Time is the server's (TIME), in µs; a lease is alive while now < expiry;
@@ -35,23 +38,29 @@
 local CLOSED, OPEN, HALF_OPEN = 0, 1, 2
 local FORCE_NONE, FORCE_OPEN, FORCE_CLOSED = 0, 1, 2
 local BUCKETS = 10
-local NPOLICY = 13
+local NPOLICY = 3
 
--- P is the policy, each argument parsed on first use: a Closed admission
--- reads two of the thirteen.
-local POLICY_ARG = {
-  failures = 1, cooldown = 2, max_cooldown = 3, multiplier = 4, probe_ttl = 5,
-  successes = 6, probes = 7, width = 8, min_calls = 9, rate = 10, ttl = 11,
-  window_failures = 12, half_open_calls = 13,
+-- P is the policy, parsed on first use.
+local PACKED = {
+  'failures', 'cooldown', 'max_cooldown', 'multiplier', 'probe_ttl', 'successes',
+  'probes', 'min_calls', 'rate', 'window_failures', 'half_open_calls',
 }
 local P = setmetatable({}, {
   __index = function(t, k)
-    local v = tonumber(ARGV[POLICY_ARG[k]])
-    rawset(t, k, v)
-    return v
+    if k == 'ttl' then
+      rawset(t, k, tonumber(ARGV[1]))
+    elseif k == 'width' then
+      rawset(t, k, tonumber(ARGV[2]))
+    else
+      local i = 0
+      for v in string.gmatch(ARGV[3], '[^,]+') do
+        i = i + 1
+        rawset(t, PACKED[i], tonumber(v))
+      end
+    end
+    return rawget(t, k)
   end,
 })
-
 
 -- RECORD_FIELDS are the fields every script reads; the window ring's 30
 -- are read only when the policy has a window. x is the key's expiry as

@@ -5,11 +5,11 @@
 -- KEYS[1] record hash, KEYS[2] probe lease set (common.lua),
 -- KEYS[3] bucket hash, KEYS[4] in-flight lease set (quota_common.lua); all
 -- under the source's one hash tag.
--- ARGV[1..17]  record.lua's arguments (the policy, then outcome, allowed,
---              probe, token)
--- ARGV[18..20] TPM drain, unit, capacity
--- ARGV[21]     TPM correction in tokens ('': no settlement)
--- ARGV[22]     permit ID, the in-flight lease ('': none to free)
+-- ARGV[1..7]   record.lua's arguments (the policy's three, then outcome,
+--              allowed, probe, token)
+-- ARGV[8..10]  TPM drain, unit, capacity
+-- ARGV[11]     TPM correction in tokens ('': no settlement)
+-- ARGV[12]     permit ID, the in-flight lease ('': none to free)
 -- Reply: record.lua's five integers.
 --
 -- The fast path: a Success or Released of a current Closed admission that
@@ -20,21 +20,21 @@
 -- the record again and decides as record.lua does.
 local reply
 do
-  local outcome = ARGV[14]
+  local outcome = ARGV[4]
   local rec = redis.call('HMGET', KEYS[1], 'st', 'gen', 'fo', 'x', 'cf')
   local st, gen, fo, x = tonumber(rec[1]) or 0, tonumber(rec[2]) or 0, tonumber(rec[3]) or 0, tonumber(rec[4])
-  if (outcome == '4' or (outcome == '1' and ARGV[8] == '0' and (tonumber(rec[5]) or 0) == 0))
-      and st == 0 and ARGV[15] == '1' and ARGV[16] == '0' and tonumber(ARGV[17]) == gen
-      and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[11]) * 500) or not (rec[1] or rec[2] or rec[3] or x or rec[5])) then
+  if (outcome == '4' or (outcome == '1' and ARGV[2] == '0' and (tonumber(rec[5]) or 0) == 0))
+      and st == 0 and ARGV[5] == '1' and ARGV[6] == '0' and tonumber(ARGV[7]) == gen
+      and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[1]) * 500) or not (rec[1] or rec[2] or rec[3] or x or rec[5])) then
     reply = { 1, 0, 0, gen, fo }
   else
     reply = record_body(KEYS, ARGV)
   end
 end
-if ARGV[21] ~= '' then
-  settle(KEYS[3], tonumber(ARGV[18]), tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21]))
+if ARGV[11] ~= '' then
+  settle(KEYS[3], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
 end
-if ARGV[22] ~= '' then
-  redis.call('ZREM', KEYS[4], ARGV[22])
+if ARGV[12] ~= '' then
+  redis.call('ZREM', KEYS[4], ARGV[12])
 end
 return reply
