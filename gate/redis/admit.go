@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -118,12 +119,12 @@ func (q *Quota) admit(ctx context.Context, rb *Breaker, withBudget bool, source 
 	args := make([]any, len(head), len(head)+2)
 	copy(args, head)
 	args = append(args, max(estTokens, 0), id)
-	v, err := runArgs(ctx, q.c, scriptAdmitSrc, args).Int64Slice()
-	if err != nil {
+	var v [10]int64
+	if err := ints(runArgs(ctx, q.c, scriptAdmitSrc, args), v[:]); err != nil {
+		if _, bad := err.(*replyShapeError); bad {
+			return d, p, qd, true, fmt.Errorf("pgw/gate/redis: Admit %q: %w", source, err)
+		}
 		return d, p, qd, true, wrapErr(ctx, "Admit", source, err)
-	}
-	if len(v) != 10 {
-		return d, p, qd, true, replyError("Admit", source, v, 10)
 	}
 	st, err := state("Admit", source, v[1])
 	if err != nil {

@@ -301,6 +301,37 @@ func state(op, source string, v int64) (gate.State, error) {
 	return gate.State(v), nil
 }
 
+// replyShapeError is a script reply that is not the integers expected.
+type replyShapeError struct {
+	reply any
+	want  int
+}
+
+func (e *replyShapeError) Error() string {
+	return fmt.Sprintf("unexpected script reply %v (want %d integers)", e.reply, e.want)
+}
+
+// ints reads cmd's reply, an array of len(v) integers, into v without
+// allocating (Cmd.Int64Slice makes a slice per reply). A reply of another
+// shape is a *replyShapeError; a command error is returned as it is.
+func ints(cmd *goredis.Cmd, v []int64) error {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return err
+	}
+	if len(vals) != len(v) {
+		return &replyShapeError{reply: vals, want: len(v)}
+	}
+	for i, x := range vals {
+		n, ok := x.(int64)
+		if !ok {
+			return &replyShapeError{reply: vals, want: len(v)}
+		}
+		v[i] = n
+	}
+	return nil
+}
+
 func replyError(op, source string, v []int64, want int) error {
 	return fmt.Errorf("pgw/gate/redis: %s %q: unexpected script reply %v (want %d integers)", op, source, v, want)
 }

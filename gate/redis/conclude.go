@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -133,12 +134,12 @@ func newConcludeHead(rb *Breaker, keys []string) []any {
 // recordReply reads a Record-shaped reply: applied, state, RetryAfter µs,
 // generation, override. Errors are returned as they are, unwrapped.
 func recordReply(op, source string, cmd *goredis.Cmd) (gate.Update, error) {
-	v, err := cmd.Int64Slice()
-	if err != nil {
+	var v [5]int64
+	if err := ints(cmd, v[:]); err != nil {
+		if _, bad := err.(*replyShapeError); bad {
+			return gate.Update{}, fmt.Errorf("pgw/gate/redis: %s %q: %w", op, source, err)
+		}
 		return gate.Update{}, err
-	}
-	if len(v) != 5 {
-		return gate.Update{}, replyError(op, source, v, 5)
 	}
 	st, err := state(op, source, v[1])
 	if err != nil {

@@ -283,5 +283,10 @@ var (
 )
 
 func newPermitID() string {
-	return permitPrefix + strconv.FormatUint(permitSeq.Add(1), 36)
+	var b strings.Builder // one allocation: String does not copy
+	b.Grow(len(permitPrefix) + 13)
+	b.WriteString(permitPrefix)
+	var n [13]byte
+	b.Write(strconv.AppendUint(n[:0], permitSeq.Add(1), 36))
+	return b.String()
 }
