@@ -21,8 +21,9 @@ import (
 // pathCounter counts the round trips a governed call sends, split into those
 // on the caller's path and those the outcome writer sends in the background
 // (admission.IsWrite): caller and writer count every one, callerSource and
-// writerSource only those that touch a source's keys (a gate script, not
-// the prober's heartbeat or a benchmark's own command).
+// writerSource only those that touch a source's keys (a gate script: the
+// breaker's, the quota's or the advertised budget's; not the prober's
+// heartbeat or a benchmark's own command).
 type pathCounter struct{ caller, writer, callerSource, writerSource atomic.Int64 }
 
 func (h *pathCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
@@ -47,7 +48,9 @@ func (h *pathCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) gore
 func (h *pathCounter) book(ctx context.Context, cmds ...goredis.Cmder) {
 	source := false
 	for _, c := range cmds {
-		if k, ok := c.Args()[min(3, len(c.Args())-1)].(string); ok && strings.Contains(k, "}:cb") {
+		// A gate script's first key carries a source's hash tag; the
+		// prober's heartbeat's, the fleet's.
+		if k, ok := c.Args()[min(3, len(c.Args())-1)].(string); ok && strings.Contains(k, "}:") && !strings.Contains(k, "{pgw-fleet}") {
 			source = true
 		}
 	}

@@ -17,6 +17,7 @@
 --          forced Open: no end)
 --     fo   operator override (gate.Force): 0 none, 1 forced Open,
 --          2 forced Closed (force.lua); a forced record keeps no TTL
+--     x    the key's expiry as the last refresh set it (server µs; see save)
 --     w<i> c<i> f<i>  window ring slot i (0..9): bucket index, calls, failures
 --   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
 --     member = lease token, score = expiry in server µs
