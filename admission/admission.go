@@ -336,11 +336,12 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			d        gate.Decision
 			p        gate.Permit
 			qd       gate.QuotaDecision
+			took     admitted
 			combined bool
 			err      error
 		)
 		if a.admitter != nil {
-			d, p, qd, combined, err = a.admitter.Admit(ctx, a.breaker, name, estTokens)
+			d, p, qd, took, combined, err = a.admit(ctx, name, estTokens)
 		}
 		if !combined {
 			d, err = a.breaker.TryEnter(ctx, name)
@@ -365,7 +366,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			rej = a.reject(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
 			continue
 		}
-		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i}
+		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i, paced: took.paced}
 		a.lat.begin(i)
 		if combined {
 			if !qd.Allowed {
@@ -393,7 +394,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			}
 			t.permit, t.hasPermit = p, true
 		}
-		if a.pacer != nil {
+		if a.pacer != nil && !t.paced {
 			if !a.pacer.TryAcquire(name) {
 				t.giveBack(ctx)
 				rej = a.reject(rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
@@ -401,7 +402,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			}
 			t.paced = true
 		}
-		if a.adv != nil && !a.adv.silent(name) {
+		if a.adv != nil && !took.budget && !a.adv.silent(name) {
 			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
 				t.giveBack(ctx)
 				rej = a.reject(rej, r, limit, clock)

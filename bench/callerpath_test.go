@@ -18,21 +18,20 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// pathCounter counts the commands a governed call sends, split into those on
-// the caller's path and those the outcome writer sends in the background
-// (admission.IsWrite).
-type pathCounter struct{ caller, writer atomic.Int64 }
+// pathCounter counts the round trips a governed call sends, split into those
+// on the caller's path and those the outcome writer sends in the background
+// (admission.IsWrite): caller and writer count every one, callerSource and
+// writerSource only those that touch a source's keys (a gate script: the
+// breaker's, the quota's or the advertised budget's; not the prober's
+// heartbeat or a benchmark's own command).
+type pathCounter struct{ caller, writer, callerSource, writerSource atomic.Int64 }
 
 func (h *pathCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 
 func (h *pathCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
 		if !handshake(cmd) {
-			if admission.IsWrite(ctx) {
-				h.writer.Add(1)
-			} else {
-				h.caller.Add(1)
-			}
+			h.book(ctx, cmd)
 		}
 		return next(ctx, cmd)
 	}
@@ -40,12 +39,31 @@ func (h *pathCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook 
 
 func (h *pathCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		if admission.IsWrite(ctx) {
-			h.writer.Add(1)
-		} else {
-			h.caller.Add(1)
-		}
+		h.book(ctx, cmds...)
 		return next(ctx, cmds)
+	}
+}
+
+// book counts one round trip of cmds.
+func (h *pathCounter) book(ctx context.Context, cmds ...goredis.Cmder) {
+	source := false
+	for _, c := range cmds {
+		// A gate script's first key carries a source's hash tag; the
+		// prober's heartbeat's, the fleet's.
+		if k, ok := c.Args()[min(3, len(c.Args())-1)].(string); ok && strings.Contains(k, "}:") && !strings.Contains(k, "{pgw-fleet}") {
+			source = true
+		}
+	}
+	if admission.IsWrite(ctx) {
+		h.writer.Add(1)
+		if source {
+			h.writerSource.Add(1)
+		}
+		return
+	}
+	h.caller.Add(1)
+	if source {
+		h.callerSource.Add(1)
 	}
 }
 

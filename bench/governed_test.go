@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
@@ -45,34 +49,6 @@ func (g *countingGate) Snapshot(ctx context.Context, s string) (gate.Snapshot, e
 	return g.ProviderGate.Snapshot(ctx, s)
 }
 
-// countingQuota counts the quota operations that go through it.
-type countingQuota struct {
-	gate.QuotaGate
-	ops atomic.Int64
-}
-
-func (q *countingQuota) Acquire(ctx context.Context, s string, est int64) (gate.Permit, gate.QuotaDecision, error) {
-	q.ops.Add(1)
-	return q.QuotaGate.Acquire(ctx, s, est)
-}
-
-func (q *countingQuota) Settle(ctx context.Context, p gate.Permit, n int64) error {
-	q.ops.Add(1)
-	return q.QuotaGate.Settle(ctx, p, n)
-}
-
-func (q *countingQuota) Release(ctx context.Context, p gate.Permit) error {
-	q.ops.Add(1)
-	return q.QuotaGate.Release(ctx, p)
-}
-
-// Finish counts two gate operations, a settlement and a release, made in one
-// call (one script on Redis).
-func (q *countingQuota) Finish(ctx context.Context, p gate.Permit, n int64) error {
-	q.ops.Add(2)
-	return q.QuotaGate.(gate.Finisher).Finish(ctx, p, n)
-}
-
 func scope(mode config.Mode) config.ScopeSettings {
 	return config.ScopeSettings{
 		Name:         "BENCH",
@@ -87,57 +63,120 @@ func succeed(context.Context, config.Source) (string, transport.Usage, error) {
 	return "ok", transport.Usage{TotalTokens: 10}, nil
 }
 
-// BenchmarkRedisRoundTripsPerGovernedCall runs governed calls through the
-// Redis breaker and quota gates and reports the round trips per call and per
-// gate operation (the target is at most 1). "estimate": the call used the
-// 10 tokens estimated, so there is nothing to settle (TryEnter, Acquire,
-// Record, Release); "settled": it used 7, so the permit is settled and
-// released — two operations in one script (Quota.Finish).
+// BenchmarkRedisRoundTripsPerGovernedCall counts the round trips of governed
+// calls on the Redis backends the way a gateway runs them — admission in
+// one script (gate.Admitter), the outcome through the background writer —
+// split into the caller's path (callerroundtrips/call, the target is 1) and
+// all of them (roundtrips/call, the writer's included), with the Redis
+// commands per call. "estimate": retry.Run, the call used the 10 tokens
+// estimated, so there is nothing to settle; "settled": it used 7, so the
+// conclusion settles the permit too (still one script); "pgw.Call": a
+// GatewayClient's Call, whose source reports no rate-limit headers, so the
+// advertised budget is asked on every call — in the admission's script.
+// Calls run one after another, so the writer has one outcome per round
+// trip; under load it batches (RedisGovernedSaturation).
 func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		tokens int
-	}{{"estimate", 10}, {"settled", 7}} {
+	}{{"estimate", 10}, {"settled", 7}, {"pgw.Call", 7}} {
 		b.Run(c.name, func(b *testing.B) {
-			attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
-				return "ok", transport.Usage{TotalTokens: c.tokens}, nil
-			}
 			client := startRedis(b)
-			trips := &cmdCounter{trips: true}
+			trips := &pathCounter{}
 			client.AddHook(trips)
-			rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			cg, cq := &countingGate{ProviderGate: rb}, &countingQuota{QuotaGate: rq}
-			loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: cg, Quota: cq, Logger: discardLogger})
-			if err != nil {
-				b.Fatal(err)
+			var call func(ctx context.Context) error
+			var flush func()
+			if c.name == "pgw.Call" {
+				call, flush = redisCall(b, client)
+			} else {
+				call, flush = retryRunCall(b, client, c.tokens)
 			}
 			ctx := b.Context()
-			if _, err := retry.Run(ctx, loop, 10, attempt); err != nil { // warm: scripts loaded, connections pooled
+			if err := call(ctx); err != nil { // warm: scripts loaded, connections pooled
 				b.Fatal(err)
 			}
-			trips.n.Store(0)
-			cg.queries.Store(0)
-			cg.records.Store(0)
-			cq.ops.Store(0)
+			if err := client.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			trips.caller.Store(0)
+			trips.writer.Store(0)
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+				if err := call(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
-			ops := cg.queries.Load() + cg.records.Load() + cq.ops.Load()
-			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "roundtrips/call")
-			b.ReportMetric(float64(ops)/float64(b.N), "gateops/call")
-			b.ReportMetric(float64(trips.n.Load())/float64(ops), "roundtrips/gateop")
+			b.StopTimer()
+			flush() // the writer's last outcomes
+			n := float64(b.N)
+			_, commands := commandStats(b, client)
+			// The scripts' commands: the prober's heartbeat (pgw.Call) is
+			// no call's, so it is counted by key below.
+			b.ReportMetric(float64(trips.callerSource.Load())/n, "callerroundtrips/call")
+			b.ReportMetric(float64(trips.callerSource.Load()+trips.writerSource.Load())/n, "roundtrips/call")
+			b.ReportMetric(commands/n, "evals/call")
 		})
 	}
+}
+
+// retryRunCall is one governed retry.Run on client's Redis (breaker and
+// quota with RPM, TPM and MaxInFlight, the outcome writer) whose attempt
+// reports tokens, and a flush of the writer.
+func retryRunCall(b *testing.B, client *goredis.Client, tokens int) (func(context.Context) error, func()) {
+	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := admission.NewWriter(admission.WriterConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: rb, Quota: rq, Logger: discardLogger, Writer: w})
+	if err != nil {
+		b.Fatal(err)
+	}
+	attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
+		return "ok", transport.Usage{TotalTokens: tokens}, nil
+	}
+	return func(ctx context.Context) error {
+			_, err := retry.Run(ctx, loop, 10, attempt)
+			return err
+		}, func() {
+			if err := w.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+}
+
+// redisCall is one pgw.Call on a GatewayClient whose scope BENCH has one
+// source with RPM and MaxInFlight on client's Redis, and the gateway's
+// Close, which flushes its writer.
+func redisCall(b *testing.B, client *goredis.Client) (func(context.Context) error, func()) {
+	gw, err := pgw.New(context.Background(), pgw.Settings{
+		BreakerBackend: config.BackendRedis,
+		Scopes: []pgw.ScopeSettings{{
+			Name:    "BENCH",
+			Sources: []pgw.Source{{Name: "s", BaseURL: "http://127.0.0.1:1", Timeout: 10 * time.Second, RPM: 10_000_000, MaxInFlight: 1024}},
+		}},
+	}, pgw.WithRedisClient(client), pgw.WithLogger(discardLogger))
+	if err != nil {
+		b.Fatal(err)
+	}
+	attempt := func(context.Context, pgw.Source) (struct{}, pgw.Usage, error) {
+		return struct{}{}, pgw.Usage{TotalTokens: 7}, nil
+	}
+	return func(ctx context.Context) error {
+			_, err := pgw.Call(ctx, gw, "BENCH", attempt)
+			return err
+		}, func() {
+			if err := gw.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
 }
 
 // BenchmarkWaitingCallGateQueries opens a single source (cooldown 30 ms) and

@@ -42,8 +42,9 @@ import (
 // also time the raw call inside each call and report the rest,
 // overhead-ns/call: the library's own cost, call by call. cmd/ratios prints
 // pgw ÷ each peer (ns/op) and, for these groups, each leaf's cost over raw.
-// GovernedCallRedis does the same on the Redis backend (TryEnter, Acquire,
-// Record, Release: four round trips to a local redis-server) against raw.
+// GovernedCallRedis does the same on the Redis backend (one script to admit
+// on the caller's path, one to conclude from the writer, on a local
+// redis-server) against raw.
 
 // upstreamBody is what the fake upstream answers to every request.
 const upstreamBody = `{"object":"ok","usage":{"total_tokens":3}}`
@@ -232,8 +233,9 @@ func BenchmarkGovernedCall(b *testing.B) {
 }
 
 // BenchmarkGovernedCallRedis: serial calls governed on the Redis backend
-// (breaker and quota in a local redis-server: four round trips a call)
-// against the raw call.
+// (breaker, quota and advertised budget in a local redis-server: one round
+// trip on the caller's path, the admission's script, and one for the
+// outcome from the gateway's writer) against the raw call.
 func BenchmarkGovernedCallRedis(b *testing.B) {
 	for _, name := range []string{"raw", "pgw"} {
 		b.Run("serial/"+name, func(b *testing.B) {

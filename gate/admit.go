@@ -21,6 +21,23 @@ type Admitter interface {
 	Admit(ctx context.Context, b ProviderGate, source string, estTokens int64) (d Decision, p Permit, qd QuotaDecision, ok bool, err error)
 }
 
+// BudgetAdmitter is an Admitter that can also take the advertised budget
+// (a BudgetGate) in the same operation — on Redis the budget's key shares
+// the source's slot, so admission stays one script and one round trip even
+// for a source whose answers advertise rate limits. Admission uses it when
+// the scope's quota gate implements it and accepts both the breaker and the
+// budget.
+type BudgetAdmitter interface {
+	// AdmitBudget is Admit followed, when the quota reserved, by
+	// budget.Take(source, estTokens), all or nothing: a budget rejection
+	// is reported in qd as the budget's (Limit LimitAdvertisedRequests or
+	// LimitAdvertisedTokens, RetryAfter the reset), with d given back as
+	// for a quota rejection and nothing reserved. ok is false, with
+	// nothing done, when b or budget is not one this gate can combine
+	// with: the caller then admits and takes the budget itself.
+	AdmitBudget(ctx context.Context, b ProviderGate, budget BudgetGate, source string, estTokens int64) (d Decision, p Permit, qd QuotaDecision, ok bool, err error)
+}
+
 // Conclusion is one admission to give back through a Concluder: the breaker
 // decision with its outcome, and the quota permit with the tokens the call
 // actually used. Conclude fills in Update and Err.

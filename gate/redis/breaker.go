@@ -69,15 +69,17 @@ func keyTTL(p gate.Policy) time.Duration {
 	return keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)
 }
 
-// policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua). Durations travel in
-// µs, the resolution of Redis TIME; the window bucket width in ms, as
-// gate.Policy defines the bucket index.
+// policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua): the key TTL in
+// ms and the window bucket width in ms, which the scripts' fast paths read,
+// then the rest as one comma-separated argument. Durations travel in µs,
+// the resolution of Redis TIME; the bucket width in ms, as gate.Policy
+// defines the bucket index.
 func policyArgs(p gate.Policy) []any {
 	var width int64
 	if p.Window > 0 {
 		width = max(p.Window.Milliseconds()/10, 1)
 	}
-	return []any{
+	rest := strings.Join([]string{
 		strconv.Itoa(p.ConsecutiveFailures),
 		strconv.FormatInt(p.Cooldown.Microseconds(), 10),
 		strconv.FormatInt(p.MaxCooldown.Microseconds(), 10),
@@ -85,12 +87,15 @@ func policyArgs(p gate.Policy) []any {
 		strconv.FormatInt(p.ProbeTTL.Microseconds(), 10),
 		strconv.Itoa(p.SuccessThreshold),
 		strconv.Itoa(p.HalfOpenProbes),
-		strconv.FormatInt(width, 10),
 		strconv.Itoa(p.WindowMinCalls),
 		strconv.FormatFloat(p.WindowFailureRate, 'g', -1, 64),
-		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
 		strconv.Itoa(p.WindowFailures),
 		strconv.Itoa(p.HalfOpenCalls),
+	}, ",")
+	return []any{
+		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
+		strconv.FormatInt(width, 10),
+		rest,
 	}
 }
 
@@ -294,6 +299,37 @@ func state(op, source string, v int64) (gate.State, error) {
 		return 0, fmt.Errorf("pgw/gate/redis: %s %q: record holds unknown state %d (legal: 0 closed, 1 open, 2 half_open)", op, source, v)
 	}
 	return gate.State(v), nil
+}
+
+// replyShapeError is a script reply that is not the integers expected.
+type replyShapeError struct {
+	reply any
+	want  int
+}
+
+func (e *replyShapeError) Error() string {
+	return fmt.Sprintf("unexpected script reply %v (want %d integers)", e.reply, e.want)
+}
+
+// ints reads cmd's reply, an array of len(v) integers, into v without
+// allocating (Cmd.Int64Slice makes a slice per reply). A reply of another
+// shape is a *replyShapeError; a command error is returned as it is.
+func ints(cmd *goredis.Cmd, v []int64) error {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return err
+	}
+	if len(vals) != len(v) {
+		return &replyShapeError{reply: vals, want: len(v)}
+	}
+	for i, x := range vals {
+		n, ok := x.(int64)
+		if !ok {
+			return &replyShapeError{reply: vals, want: len(v)}
+		}
+		v[i] = n
+	}
+	return nil
 }
 
 func replyError(op, source string, v []int64, want int) error {

@@ -11,7 +11,7 @@ import (
 )
 
 // scriptBudget is the advertised budget's one script (lua/budget.lua).
-var scriptBudget = goredis.NewScript(mustRead("lua/budget.lua"))
+var scriptBudget = goredis.NewScript(lua("clock.lua", "budget_common.lua", "budget.lua"))
 
 // Budget is the Redis gate.BudgetGate: the rate-limit figures the upstreams
 // advertise, one hash per (scope, source) in the source's hash-tag slot

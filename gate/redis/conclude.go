@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -9,20 +10,21 @@ import (
 	"github.com/pgw-go/pgw/gate"
 )
 
-// scriptConclude is Record and Finish in one script: record.lua's own body,
-// wrapped in a function, after both preludes.
-var scriptConclude = goredis.NewScript(mustRead("lua/common.lua") + "\n" +
-	mustRead("lua/quota_common.lua") + "\n" +
-	"local function record_body(KEYS, ARGV)\n" + mustRead("lua/record.lua") + "\nend\n" +
-	mustRead("lua/conclude.lua"))
+// scriptConclude is Record and Finish in one script (lua/conclude.lua):
+// Record's prelude and body wrapped in a function for whatever its fast
+// path does not decide, after the quota's prelude.
+var (
+	scriptConcludeSrc = lua("clock.lua", "quota_common.lua") +
+		body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude.lua")
+	scriptConclude = goredis.NewScript(scriptConcludeSrc)
+)
 
 var _ gate.Concluder = (*Quota)(nil)
 
 // conclusionCall is one conclusion rendered as a script call.
 type conclusionCall struct {
-	i    int // index in the batch
-	keys []string
-	args []any
+	i    int   // index in the batch
+	args []any // the EVALSHA command's (runArgs)
 }
 
 // Conclude gives each admission of cs back — b's Record and this gate's
@@ -51,16 +53,17 @@ func (q *Quota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Con
 	}
 	cmds := make([]*goredis.Cmd, len(calls))
 	if len(calls) == 1 {
-		cmds[0] = runScript(ctx, q.c, scriptConclude, calls[0].keys, calls[0].args...)
+		cmds[0] = runArgs(ctx, q.c, scriptConcludeSrc, calls[0].args)
 	} else {
 		pipe := q.c.Pipeline()
 		for j, k := range calls {
-			cmds[j] = scriptConclude.EvalSha(ctx, pipe, k.keys, k.args...)
+			cmds[j] = goredis.NewCmd(ctx, k.args...)
+			_ = pipe.Process(ctx, cmds[j])
 		}
 		_, _ = pipe.Exec(ctx) // every command carries its own error
 		for j, k := range calls {
-			if err := cmds[j].Err(); goredis.HasErrorPrefix(err, "NOSCRIPT") || notServed(err) {
-				cmds[j] = runScript(ctx, q.c, scriptConclude, k.keys, k.args...)
+			if err := cmds[j].Err(); err != nil && (goredis.HasErrorPrefix(err, "NOSCRIPT") || notServed(err)) {
+				cmds[j] = runArgs(ctx, q.c, scriptConcludeSrc, k.args)
 			}
 		}
 	}
@@ -75,43 +78,68 @@ func (q *Quota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Con
 	return true
 }
 
-// conclusionCall renders c as conclude.lua's keys and arguments.
+// outcomeArgs are the Outcome values as conclude.lua's argument, in Go
+// constants so that passing them allocates nothing.
+var outcomeArgs = [...]string{gate.Success: "1", gate.Failure: "2", gate.Fatal: "3", gate.Released: "4"}
+
+// conclusionCall renders c as conclude.lua's command.
 func (q *Quota) conclusionCall(rb *Breaker, i int, c *gate.Conclusion) conclusionCall {
 	d := c.Decision
-	args := make([]any, 0, len(rb.policy)+9)
-	args = append(args, rb.policy...)
-	args = append(args, strconv.Itoa(int(c.Outcome)), flag(d.Allowed), flag(d.Probe), strconv.FormatUint(d.Token, 10))
+	var head, tpm []any
 	delta, id := "", ""
 	s := q.sources[c.Source]
-	if c.HasPermit && s != nil {
-		p := c.Permit
-		if s.limits.TPM != 0 && c.Tokens >= 0 && c.Tokens != p.Tokens {
-			delta = strconv.FormatInt(s.tpmDelta(p, c.Tokens), 10)
-		}
-		if p.ID != "" && s.limits.MaxInFlight != 0 {
-			id = p.ID
-		}
-	}
 	if s != nil {
-		args = append(args, s.tpm...)
+		head, tpm = s.concludeHead(rb), s.tpm
+		if c.HasPermit {
+			p := c.Permit
+			if s.limits.TPM != 0 && c.Tokens >= 0 && c.Tokens != p.Tokens {
+				delta = strconv.FormatInt(s.tpmDelta(p, c.Tokens), 10)
+			}
+			if p.ID != "" && s.limits.MaxInFlight != 0 {
+				id = p.ID
+			}
+		}
 	} else {
-		args = append(args, "0", "0", "0")
+		head, tpm = newConcludeHead(rb, q.admitKeys(c.Source)[:4]), noLimits[:3]
 	}
+	args := make([]any, len(head), len(head)+9)
+	copy(args, head)
+	args = append(args, outcomeArgs[c.Outcome], flag(d.Allowed), flag(d.Probe), d.Token)
+	args = append(args, tpm...)
 	args = append(args, delta, id)
-	pre := rb.prefix + c.Source + "}:"
-	keys := []string{pre + "cb", pre + "probes", pre + "quota", pre + "inflight"}
-	return conclusionCall{i: i, keys: keys, args: args}
+	return conclusionCall{i: i, args: args}
+}
+
+// concludeHead returns s's conclude.lua command up to the conclusion's own
+// arguments for rb: "evalsha", the hash, the number of keys, the four keys
+// and the policy, built once.
+func (s *quotaSource) concludeHead(rb *Breaker) []any {
+	h := s.conclude.Load()
+	if h == nil || h.rb != rb {
+		h = &admitHeads{rb: rb, heads: [2][]any{newConcludeHead(rb, s.admitKeys[:4])}}
+		s.conclude.Store(h)
+	}
+	return h.heads[0]
+}
+
+func newConcludeHead(rb *Breaker, keys []string) []any {
+	head := make([]any, 0, 3+len(keys)+len(rb.policy))
+	head = append(head, "evalsha", scriptConclude.Hash(), len(keys))
+	for _, k := range keys {
+		head = append(head, k)
+	}
+	return append(head, rb.policy...)
 }
 
 // recordReply reads a Record-shaped reply: applied, state, RetryAfter µs,
 // generation, override. Errors are returned as they are, unwrapped.
 func recordReply(op, source string, cmd *goredis.Cmd) (gate.Update, error) {
-	v, err := cmd.Int64Slice()
-	if err != nil {
+	var v [5]int64
+	if err := ints(cmd, v[:]); err != nil {
+		if _, bad := err.(*replyShapeError); bad {
+			return gate.Update{}, fmt.Errorf("pgw/gate/redis: %s %q: %w", op, source, err)
+		}
 		return gate.Update{}, err
-	}
-	if len(v) != 5 {
-		return gate.Update{}, replyError(op, source, v, 5)
 	}
 	st, err := state(op, source, v[1])
 	if err != nil {

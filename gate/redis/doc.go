@@ -38,19 +38,27 @@
 //
 // # Key TTL
 //
-// Every write (and every Closed admission) sets the TTL of both keys to
-// 2 × max(MaxCooldown, ProbeTTL, Window), so a source nobody calls vanishes.
-// Why that much: an Open phase ends at most MaxCooldown after the write that
-// opened it, a lease at most ProbeTTL after its grant, a window outcome counts
-// for Window; the factor 2 keeps an Open record (and its grown cooldown) for
-// at least one more MaxCooldown after openUntil, so the first caller after the
-// cooldown still gets a probe instead of a fresh Closed record. A call admitted
-// by TryEnter refreshed the TTL and lasts less than ProbeTTL (which the
-// gateway derives from twice the slowest timeout), so its Record always finds
-// the record it was admitted by. A record that did expire reads as a fresh
-// Closed one at generation 0, which is the right answer for a source idle that
-// long; a caller ordering answers by generation (gate/doc.go "Generations")
-// must read Snapshot when one goes back.
+// The TTL of a source's keys is 2 × max(MaxCooldown, ProbeTTL, Window), so a
+// source nobody calls vanishes. Why that much: an Open phase ends at most
+// MaxCooldown after the write that opened it, a lease at most ProbeTTL after
+// its grant, a window outcome counts for Window; the factor 2 keeps an Open
+// record (and its grown cooldown) for at least one more MaxCooldown after
+// openUntil, so the first caller after the cooldown still gets a probe
+// instead of a fresh Closed record.
+//
+// A script that keeps or writes the record refreshes that TTL when it
+// changes the state or openUntil, when the record has no expiry yet, and
+// otherwise only once less than half of it is left: the record holds the
+// expiry last set (field x), so a busy source's scripts skip the PEXPIRE
+// (and never ask PTTL). A record in use therefore always has at least
+// max(MaxCooldown, ProbeTTL, Window) to live; a call admitted by TryEnter
+// lasts less than ProbeTTL (which the gateway derives from twice the
+// slowest timeout), so its Record always finds the record it was admitted
+// by. The probe lease set gets the full TTL with each lease. A record that
+// did expire reads as a fresh Closed one at generation 0, which is the
+// right answer for a source idle that long; a caller ordering answers by
+// generation (gate/doc.go "Generations") must read Snapshot when one goes
+// back.
 //
 // The one exception is a record an operator forced (Breaker.Force, pgw
 // open|close): it keeps no TTL until the override is cleared (ForceNone),

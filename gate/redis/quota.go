@@ -23,10 +23,10 @@ const DefaultLease = 10 * time.Minute
 // The quota scripts, one per operation. Acquire and Settle share the bucket
 // arithmetic of lua/quota_common.lua, prepended to each body.
 var (
-	scriptQuotaAcquire = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_acquire.lua"))
-	scriptQuotaSettle  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_settle.lua"))
+	scriptQuotaAcquire = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_acquire.lua"))
+	scriptQuotaSettle  = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_settle.lua"))
 	scriptQuotaRelease = goredis.NewScript(mustRead("lua/quota_release.lua"))
-	scriptQuotaFinish  = goredis.NewScript(mustRead("lua/quota_common.lua") + "\n" + mustRead("lua/quota_finish.lua"))
+	scriptQuotaFinish  = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_finish.lua"))
 )
 
 // Quota is the Redis quota gate: per (scope, source) a rolling RPM bucket, a
@@ -41,10 +41,11 @@ var (
 // permit without an in-flight lease. Quota holds nothing between calls and is
 // safe for concurrent use.
 type Quota struct {
-	c       goredis.UniversalClient
-	prefix  string // "<prefix>:{<scope>:"
-	lease   time.Duration
-	sources map[string]*quotaSource // read-only after NewQuota
+	c        goredis.UniversalClient
+	prefix   string // "<prefix>:{<scope>:"
+	lease    time.Duration
+	leaseArg string                  // lease in µs, as quota_acquire.lua's ARGV[8]
+	sources  map[string]*quotaSource // read-only after NewQuota
 }
 
 var (
@@ -54,10 +55,14 @@ var (
 
 // quotaSource is one source's limits rendered as script arguments.
 type quotaSource struct {
-	limits gate.Limits
-	keys   []string // bucket hash, in-flight lease set
-	rates  []any    // ARGV[1..6] of quota_acquire.lua
-	tpm    []any    // ARGV[1..3] of quota_settle.lua and quota_finish.lua
+	limits      gate.Limits
+	keys        []string                   // bucket hash, in-flight lease set
+	admitKeys   []string                   // admit.lua's five keys (Quota.admitKeys)
+	rates       []any                      // ARGV[1..6] of quota_acquire.lua
+	tpm         []any                      // ARGV[1..3] of quota_settle.lua and quota_finish.lua
+	maxInFlight string                     // ARGV[7] of quota_acquire.lua
+	heads       atomic.Pointer[admitHeads] // admit.lua's (admitHead)
+	conclude    atomic.Pointer[admitHeads] // conclude.lua's (concludeHead)
 }
 
 // tpmDelta is the correction a settlement of p to actualTokens makes,
@@ -92,16 +97,19 @@ func NewQuota(c goredis.UniversalClient, scope string, limits map[string]gate.Li
 		lease:   o.lease,
 		sources: make(map[string]*quotaSource, len(limits)),
 	}
+	q.leaseArg = strconv.FormatInt(q.lease.Microseconds(), 10)
 	for name, l := range limits {
 		if l.Unlimited() {
 			continue
 		}
 		rpm, tpm := rateArgs(l.RPM), rateArgs(l.TPM)
 		q.sources[name] = &quotaSource{
-			limits: l,
-			keys:   q.Keys(name),
-			rates:  append(rpm, tpm...),
-			tpm:    tpm,
+			limits:      l,
+			keys:        q.Keys(name),
+			admitKeys:   q.admitKeys(name),
+			rates:       append(rpm, tpm...),
+			tpm:         tpm,
+			maxInFlight: strconv.Itoa(l.MaxInFlight),
 		}
 	}
 	return q, nil
@@ -148,12 +156,7 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 	}
 	args := make([]any, 0, 10)
 	args = append(args, s.rates...)
-	args = append(args,
-		strconv.FormatInt(estTokens, 10),
-		strconv.Itoa(s.limits.MaxInFlight),
-		strconv.FormatInt(q.lease.Microseconds(), 10),
-		id,
-	)
+	args = append(args, s.maxInFlight, q.leaseArg, strconv.FormatInt(estTokens, 10), id)
 	v, err := runScript(ctx, q.c, scriptQuotaAcquire, s.keys, args...).Int64Slice()
 	if err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, wrapErr(ctx, "Acquire", source, err)
@@ -280,5 +283,10 @@ var (
 )
 
 func newPermitID() string {
-	return permitPrefix + strconv.FormatUint(permitSeq.Add(1), 36)
+	var b strings.Builder // one allocation: String does not copy
+	b.Grow(len(permitPrefix) + 13)
+	b.WriteString(permitPrefix)
+	var n [13]byte
+	b.Write(strconv.AppendUint(n[:0], permitSeq.Add(1), 36))
+	return b.String()
 }

@@ -172,3 +172,52 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 func (f *QuotaFailover) LocalPermit(p gate.Permit) bool {
 	return strings.HasPrefix(p.ID, fallbackPermitID)
 }
+
+var _ gate.BudgetAdmitter = (*QuotaFailover)(nil)
+
+// AdmitBudget is Admit with the advertised budget's take in the same
+// script (gate.BudgetAdmitter): budget is a *Budget, or a *BudgetFailover
+// outside an outage, whose primary then takes part. During an outage of
+// any of the three, or when the round trip finds Redis unreachable, ok is
+// false under fail_open, so that the caller admits from the fallbacks and
+// takes the budget on its own.
+func (f *QuotaFailover) AdmitBudget(ctx context.Context, b gate.ProviderGate, budget gate.BudgetGate, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	pa, isAdmitter := f.primary.(gate.BudgetAdmitter)
+	if !isAdmitter {
+		return d, p, qd, false, nil
+	}
+	bf, budgetFailover := budget.(*BudgetFailover)
+	if budgetFailover {
+		if bf.Degraded() {
+			return d, p, qd, false, nil
+		}
+		budget = bf.primary
+	}
+	fb, isFailover := b.(*Failover)
+	if f.mode == FailClosed {
+		if err := f.outageNow("Admit"); err != nil {
+			return d, p, qd, true, err
+		}
+		if isFailover {
+			b = fb.primary
+		}
+		d, p, qd, ok, err = pa.AdmitBudget(ctx, b, budget, source, estTokens)
+		if ok && budgetFailover && errors.Is(err, ErrUnreachable) {
+			bf.settle(err, false)
+		}
+		return d, p, qd, ok, err
+	}
+	if !isFailover || fb.mode != FailOpen || f.Degraded() || fb.Degraded() {
+		return d, p, qd, false, nil
+	}
+	d, p, qd, ok, err = pa.AdmitBudget(ctx, fb.primary, budget, source, estTokens)
+	if ok && errors.Is(err, ErrUnreachable) {
+		f.settle(err, false)
+		fb.settle(err, false)
+		if budgetFailover {
+			bf.settle(err, false)
+		}
+		return gate.Decision{}, gate.Permit{}, gate.QuotaDecision{}, false, nil
+	}
+	return d, p, qd, ok, err
+}

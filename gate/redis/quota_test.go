@@ -142,8 +142,11 @@ func TestQuotaUnreleasedPermitExpiresAtLeaseRedisServer(t *testing.T) {
 	assert.True(t, d.Allowed, "the unreleased lease expired")
 }
 
-// Every key gets a TTL: the bucket hash until both buckets are empty (plus a
-// second), the lease set until its last lease ends (plus a second).
+// Every key gets a TTL: the bucket hash until both buckets are empty plus a
+// second, and a minute of slack so that a busy source's hash is not
+// refreshed at every write; the lease set two lease lengths plus a second,
+// refreshed once less than one lease length is left. A TTL is lengthened
+// when the buckets need more, never shortened.
 func TestQuotaKeysExpire(t *testing.T) {
 	m, clk, c := newMini(t)
 	q, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {RPM: 60, TPM: 6000, MaxInFlight: 2}})
@@ -153,14 +156,26 @@ func TestQuotaKeysExpire(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	keys := q.Keys("s")
-	assert.Equal(t, 7*time.Second, m.TTL(keys[0]), "bucket hash TTL")
-	assert.Equal(t, redis.DefaultLease+time.Second, m.TTL(keys[1]), "lease set TTL")
-	require.NoError(t, q.Settle(ctx, p, 6000)) // the whole minute
-	assert.Equal(t, 61*time.Second, m.TTL(keys[0]), "Settle lengthens the TTL")
-	clk.Advance(61 * time.Second)
+	assert.Equal(t, 67*time.Second, m.TTL(keys[0]), "bucket hash TTL")
+	assert.Equal(t, 2*redis.DefaultLease+time.Second, m.TTL(keys[1]), "lease set TTL")
+	require.NoError(t, q.Settle(ctx, p, 3000)) // half the minute: 31 s needed
+	assert.Equal(t, 67*time.Second, m.TTL(keys[0]), "Settle keeps a TTL that is long enough")
+	p2, d, err := q.Acquire(ctx, "s", 600)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 2*redis.DefaultLease+time.Second, m.TTL(keys[1]), "lease set TTL not refreshed")
+	require.NoError(t, q.Settle(ctx, p2, 9600)) // capped at two minutes' worth: 121 s needed
+	assert.Equal(t, 181*time.Second, m.TTL(keys[0]), "Settle lengthens the TTL")
+	clk.Advance(181 * time.Second)
 	assert.False(t, m.Exists(keys[0]), "bucket hash gone once empty")
 	require.NoError(t, q.Release(ctx, p))
-	clk.Advance(redis.DefaultLease)
+	require.NoError(t, q.Release(ctx, p2))
+	assert.False(t, m.Exists(keys[1]), "lease set gone with its last lease")
+	_, d, err = q.Acquire(ctx, "s", 0)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "%+v", d)
+	assert.Equal(t, 2*redis.DefaultLease+time.Second, m.TTL(keys[1]), "a new lease set gets its TTL")
+	clk.Advance(2*redis.DefaultLease + time.Second)
 	assert.False(t, m.Exists(keys[1]), "lease set gone")
 }
 

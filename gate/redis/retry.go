@@ -27,8 +27,11 @@ const retryBudget = time.Second
 
 // notServed reports whether err is a reply of notHereNotNow.
 func notServed(err error) bool {
+	if err == nil {
+		return false // before rerr, which escapes: no allocation on success
+	}
 	var rerr goredis.Error
-	if err == nil || !errors.As(err, &rerr) {
+	if !errors.As(err, &rerr) {
 		return false
 	}
 	msg := strings.TrimPrefix(rerr.Error(), "ERR ")
@@ -45,7 +48,44 @@ func notServed(err error) bool {
 // retryBudget and never past ctx's deadline; the last reply is returned when
 // the budget or ctx ends first.
 func runScript(ctx context.Context, c goredis.Scripter, s *goredis.Script, keys []string, args ...any) *goredis.Cmd {
-	cmd := s.Run(ctx, c, keys, args...)
+	return retryNotServed(ctx, func() *goredis.Cmd { return s.Run(ctx, c, keys, args...) })
+}
+
+// runArgs runs a script from a command built in advance: args is
+// {"evalsha", sha, numkeys, keys…, argv…}, src the script's source for the
+// EVAL that follows a NOSCRIPT reply, as goredis.Script.Run does. Building
+// the command once per source spares the caller's path the boxing of every
+// key and constant argument. Not-here-not-now replies are retried as by
+// runScript.
+func runArgs(ctx context.Context, c processor, src string, args []any) *goredis.Cmd {
+	return retryNotServed(ctx, func() *goredis.Cmd {
+		cmd := goredis.NewCmd(ctx, args...)
+		_ = c.Process(ctx, cmd)
+		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") { // (nil first: HasErrorPrefix allocates)
+			cmd = goredis.NewCmd(ctx, evalArgs(src, args)...)
+			_ = c.Process(ctx, cmd)
+		}
+		return cmd
+	})
+}
+
+// processor is what runs a command: a client or a pipeline.
+type processor interface {
+	Process(ctx context.Context, cmd goredis.Cmder) error
+}
+
+// evalArgs turns an EVALSHA command's arguments into EVAL's.
+func evalArgs(src string, args []any) []any {
+	eval := make([]any, len(args))
+	copy(eval, args)
+	eval[0], eval[1] = "eval", src
+	return eval
+}
+
+// retryNotServed runs run and, while its reply is one of notHereNotNow,
+// again, within retryBudget and ctx's deadline (runScript).
+func retryNotServed(ctx context.Context, run func() *goredis.Cmd) *goredis.Cmd {
+	cmd := run()
 	if !notServed(cmd.Err()) {
 		return cmd
 	}
@@ -66,7 +106,7 @@ func runScript(ctx context.Context, c goredis.Scripter, s *goredis.Script, keys 
 			return cmd
 		case <-t.C:
 		}
-		cmd = s.Run(ctx, c, keys, args...)
+		cmd = run()
 		if !notServed(cmd.Err()) {
 			return cmd
 		}

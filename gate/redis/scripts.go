@@ -3,6 +3,7 @@ package redis
 import (
 	"embed"
 	"fmt"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -10,10 +11,11 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// The four scripts, one per gate operation. Each is the shared prelude
-// (lua/common.lua: record layout and state-machine helpers) followed by the
-// operation's body, so Lua code exists once yet every operation is one script
-// and one EVALSHA. go-redis runs them with EVALSHA and falls back to EVAL on
+// The four breaker scripts, one per gate operation. Each is the shared
+// preludes (lua/clock.lua: numbers and the server clock; lua/common.lua:
+// record layout and state-machine helpers) followed by the operation's
+// body, so Lua code exists once yet every operation is one script and one
+// EVALSHA. go-redis runs them with EVALSHA and falls back to EVAL on
 // NOSCRIPT (a flushed or restarted server, a cluster node that never saw the
 // script).
 var (
@@ -24,7 +26,24 @@ var (
 )
 
 func newScript(body string) *goredis.Script {
-	return goredis.NewScript(mustRead("lua/common.lua") + "\n" + mustRead("lua/"+body))
+	return goredis.NewScript(lua("clock.lua", "common.lua", body))
+}
+
+// lua joins the embedded files named into one script's source.
+func lua(files ...string) string {
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(mustRead("lua/" + f))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// body wraps the embedded files, a prelude and a script body, as one local
+// function of (KEYS, ARGV), so that a combined script runs the body
+// unchanged and pays for the prelude's definitions only when it calls it.
+func body(name string, files ...string) string {
+	return "local function " + name + "(KEYS, ARGV)\n" + lua(files...) + "end\n"
 }
 
 func mustRead(name string) string {

@@ -52,7 +52,7 @@ func TestHistogramQuantilesWithinTwoPercent(t *testing.T) {
 }
 
 func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
-	policy := make([]any, 13)
+	policy := make([]any, policyArgs)
 	evalsha := func(keys []string, args ...any) []any {
 		out := []any{"evalsha", "sha", len(keys)}
 		for _, k := range keys {
@@ -75,5 +75,6 @@ func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
 	var c lostHook
 	c.count(evalsha(all, make([]any, admitArgs)...))
 	c.count(evalsha(all, make([]any, concludeArgs)...))
-	assert.Equal(t, LostReplies{Acquire: 1, Release: 1, TryEnter: 1, Record: 1}, c.counts())
+	c.count(evalsha(append(all, "p:{chat:a}:advertised"), make([]any, admitArgs)...)) // with the budget's take
+	assert.Equal(t, LostReplies{Acquire: 2, Release: 1, TryEnter: 2, Record: 1}, c.counts())
 }

@@ -142,9 +142,9 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 
 // count sorts a lost script by its keys and arguments (EVALSHA sha numkeys
 // keys… args…): an Acquire names the quota bucket and the in-flight set, a
-// Release the in-flight set alone; a breaker script with 13 policy
+// Release the in-flight set alone; a breaker script with the policy's 3
 // arguments is a TryEnter (or a Snapshot, which workers do not call), with
-// 17 (the policy, outcome and the decision's three) a Record.
+// 7 (the policy, outcome and the decision's three) a Record.
 func (h *lostHook) count(args []any) {
 	name, _ := args[0].(string)
 	if len(args) < 4 || !strings.HasPrefix(strings.ToLower(name), "eval") {
@@ -158,7 +158,7 @@ func (h *lostHook) count(args []any) {
 	case int64:
 		n = int(v)
 	}
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 5)
 	for i := 0; i < n && 3+i < len(args); i++ {
 		k, _ := args[3+i].(string)
 		keys = append(keys, k)
@@ -169,12 +169,14 @@ func (h *lostHook) count(args []any) {
 		h.acquire.Add(1)
 	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
 		h.release.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 13:
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == policyArgs:
 		h.tryEnter.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 17:
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == policyArgs+4:
 		h.record.Add(1)
-	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
-		// An admission: a probe lease and an in-flight lease it may hold.
+	case (len(keys) == 4 || len(keys) == 5) && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
+		// An admission (with the advertised budget's key as a fifth when
+		// it took the budget too): a probe lease and an in-flight lease it
+		// may hold.
 		h.tryEnter.Add(1)
 		h.acquire.Add(1)
 	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == concludeArgs:
@@ -187,13 +189,15 @@ func (h *lostHook) count(args []any) {
 	}
 }
 
-// The argument counts of the combined scripts (gate/redis admit.go and
-// conclude.go): the breaker policy's 13, then the admission's 10 (rates,
-// estimate, MaxInFlight, lease, permit ID) or the conclusion's 9 (outcome,
+// The argument counts of the breaker scripts (gate/redis lua/common.lua):
+// the policy's 3 (key TTL, window width, the rest in one), then for the
+// combined scripts (admit.go and conclude.go) the admission's 10 (rates,
+// MaxInFlight, lease, estimate, permit ID) or the conclusion's 9 (outcome,
 // decision's 3, TPM rate's 3, correction, permit ID).
 const (
-	admitArgs    = 13 + 10
-	concludeArgs = 13 + 9
+	policyArgs   = 3
+	admitArgs    = policyArgs + 10
+	concludeArgs = policyArgs + 9
 )
 
 func (h *lostHook) counts() LostReplies {

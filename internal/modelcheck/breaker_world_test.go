@@ -68,15 +68,17 @@ type decision struct {
 
 // sourceModel is what the harness knows of one source beyond the gates'
 // answers: the Redis keys' TTL, which the contract of gate/doc.go does not
-// cover. gate/redis documents that every write (and every Closed admission)
-// refreshes the TTL, and that a record left alone that long reads as a fresh
-// Closed one at generation 0. The memory gate forgets nothing, so when the
+// cover. gate/redis documents that a script refreshes the TTL of a record
+// it keeps or writes when it changes the state or openUntil, when the
+// record has no expiry yet, or once less than half the TTL is left; and
+// that a record left alone that long reads as a fresh Closed one at
+// generation 0. The memory gate forgets nothing, so when the
 // Redis keys must have expired the harness moves the source, in the memory
 // gate only, to a fresh name ("a~1"): the memory gate then holds the same
 // fresh record.
 type sourceModel struct {
 	epoch     int
-	refreshed bool
+	refreshed bool // the Redis record exists, with an expiry
 	// forced: an override (gate.Forcer) holds the record, and gate/redis
 	// keeps a forced record without TTL until ForceNone gives it back.
 	forced    bool
@@ -131,6 +133,32 @@ func (w *breakerWorld) refresh(source string) {
 	s.refreshed, s.lastWrite = true, w.tl.Now()
 }
 
+// touch applies gate/redis's TTL rule to an operation that moved the
+// memory record from before to after (probe: it granted a probe lease,
+// which writes the lease counter). The Redis script writes the record when
+// something of it changed; it refreshes the TTL of a record that exists or
+// that it writes when the state or openUntil changed, when the record had
+// no expiry, or once less than half the TTL is left. A forced record keeps
+// no TTL (Force handles it).
+func (w *breakerWorld) touch(source string, before, after gate.Snapshot, probe bool) {
+	s := w.source(source)
+	if s.forced {
+		return
+	}
+	wrote := probe || before.State != after.State || before.Generation != after.Generation ||
+		before.ConsecutiveFailures != after.ConsecutiveFailures || before.ProbeSuccesses != after.ProbeSuccesses ||
+		before.ProbeFailures != after.ProbeFailures || before.WindowCalls != after.WindowCalls ||
+		before.WindowFailures != after.WindowFailures || before.Cooldown != after.Cooldown ||
+		!before.OpenUntil.Equal(after.OpenUntil)
+	if !s.refreshed && !wrote {
+		return // no key, nothing written
+	}
+	changed := before.State != after.State || !before.OpenUntil.Equal(after.OpenUntil)
+	if !s.refreshed || changed || w.tl.Now().After(s.lastWrite.Add(w.ttl/2)) {
+		w.refresh(source)
+	}
+}
+
 // bounds are the instants near which an operation on sources may change its
 // answer: openUntil, probe lease expiry, key expiry and window bucket edges.
 func (w *breakerWorld) bounds(sources ...string) func(time.Time) []time.Time {
@@ -143,7 +171,7 @@ func (w *breakerWorld) bounds(sources ...string) func(time.Time) []time.Time {
 			}
 			out = append(out, s.leases...)
 			if s.refreshed && !s.forced {
-				out = append(out, s.lastWrite.Add(w.ttl))
+				out = append(out, s.lastWrite.Add(w.ttl/2), s.lastWrite.Add(w.ttl))
 			}
 		}
 		if w.width > 0 {
@@ -218,7 +246,9 @@ func (w *breakerWorld) exec(st Step) string {
 			return fmt.Sprintf("Force error: memory %v, redis %v", merr, rerr)
 		}
 		s := w.source(st.Source)
-		s.forced = st.Force != gate.ForceNone
+		// A move to HalfOpen is a one-off, not a held override: the
+		// record keeps its TTL.
+		s.forced = st.Force == gate.ForceOpen || st.Force == gate.ForceClosed
 		s.leases = nil
 		w.refresh(st.Source)
 		w.stats.forced++
@@ -247,7 +277,8 @@ func (w *breakerWorld) exec(st Step) string {
 		if !md.Allowed && md.State == gate.Open {
 			// An Open rejection writes nothing in Redis: no TTL refresh.
 		} else {
-			w.refresh(st.Source)
+			after, _ := w.mem.Snapshot(ctx, w.memName(st.Source))
+			w.touch(st.Source, prior, after, md.Probe)
 		}
 		if md.Probe {
 			s.leases = append(s.leases, w.tl.Now().Add(w.p.ProbeTTL))
@@ -284,10 +315,8 @@ func (w *breakerWorld) exec(st Step) string {
 		if merr != nil || rerr != nil {
 			return fmt.Sprintf("Record error: memory %v, redis %v", merr, rerr)
 		}
-		// Every Record refreshes the TTL of keys that exist; on keys that do
-		// not, it writes only when the record changes, and a record that
-		// did not change is still a fresh one, so expiry is moot.
-		w.refresh(st.Source)
+		after, _ := w.mem.Snapshot(ctx, w.memName(st.Source))
+		w.touch(st.Source, before, after, false)
 		switch {
 		case !mu.Applied:
 			w.stats.missed++

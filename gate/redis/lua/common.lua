@@ -17,16 +17,20 @@
 --          forced Open: no end)
 --     fo   operator override (gate.Force): 0 none, 1 forced Open,
 --          2 forced Closed (force.lua); a forced record keeps no TTL
+--     x    the key's expiry as the last refresh set it (server µs; see save)
 --     w<i> c<i> f<i>  window ring slot i (0..9): bucket index, calls, failures
 --   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
 --     member = lease token, score = expiry in server µs
 --
 -- ARGV[1..NPOLICY] is the policy, the same for every script:
---   1 ConsecutiveFailures (-1: off)   2 Cooldown µs        3 MaxCooldown µs
---   4 CooldownMultiplier    5 ProbeTTL µs        6 SuccessThreshold
---   7 HalfOpenProbes        8 window bucket width ms (0: no window)
---   9 WindowMinCalls       10 WindowFailureRate 11 key TTL ms
---  12 WindowFailures (0: off)  13 HalfOpenCalls (0: off)
+--   1 key TTL ms    2 window bucket width ms (0: no window)
+--   3 the rest, comma-separated: ConsecutiveFailures (-1: off), Cooldown µs,
+--     MaxCooldown µs, CooldownMultiplier, ProbeTTL µs, SuccessThreshold,
+--     HalfOpenProbes, WindowMinCalls, WindowFailureRate, WindowFailures
+--     (0: off), HalfOpenCalls (0: off)
+-- The two the fast paths of admit.lua and conclude.lua read come first, on
+-- their own; the rest travels as one argument, parsed only by a script that
+-- needs it, because each argument costs the server (and the client) work.
 -- Script-specific arguments follow from ARGV[NPOLICY + 1].
 --
 -- Time is the server's (TIME), in µs; a lease is alive while now < expiry;
@@ -35,50 +39,61 @@
 local CLOSED, OPEN, HALF_OPEN = 0, 1, 2
 local FORCE_NONE, FORCE_OPEN, FORCE_CLOSED = 0, 1, 2
 local BUCKETS = 10
-local NPOLICY = 13
+local NPOLICY = 3
 
-local P = {
-  failures = tonumber(ARGV[1]),
-  cooldown = tonumber(ARGV[2]),
-  max_cooldown = tonumber(ARGV[3]),
-  multiplier = tonumber(ARGV[4]),
-  probe_ttl = tonumber(ARGV[5]),
-  successes = tonumber(ARGV[6]),
-  probes = tonumber(ARGV[7]),
-  width = tonumber(ARGV[8]),
-  min_calls = tonumber(ARGV[9]),
-  rate = tonumber(ARGV[10]),
-  ttl = tonumber(ARGV[11]),
-  window_failures = tonumber(ARGV[12]),
-  half_open_calls = tonumber(ARGV[13]),
+-- P is the policy, parsed on first use.
+local PACKED = {
+  'failures', 'cooldown', 'max_cooldown', 'multiplier', 'probe_ttl', 'successes',
+  'probes', 'min_calls', 'rate', 'window_failures', 'half_open_calls',
 }
+local P = setmetatable({}, {
+  __index = function(t, k)
+    if k == 'ttl' then
+      rawset(t, k, tonumber(ARGV[1]))
+    elseif k == 'width' then
+      rawset(t, k, tonumber(ARGV[2]))
+    else
+      local i = 0
+      for v in string.gmatch(ARGV[3], '[^,]+') do
+        i = i + 1
+        rawset(t, PACKED[i], tonumber(v))
+      end
+    end
+    return rawget(t, k)
+  end,
+})
 
--- int renders a whole number without exponent: tostring(1.7e15) in Lua 5.1
--- gives "1.7e+15", which Redis would store as-is.
-local function int(n)
-  return string.format('%d', n)
-end
-
--- now_us is the server's time in µs, read once per script run: the parts
--- of a combined script (admit.lua, conclude.lua) decide at one instant and
--- pay for one TIME.
-local now_cached
-local function now_us()
-  if not now_cached then
-    local t = redis.call('TIME')
-    now_cached = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return now_cached
-end
+-- RECORD_FIELDS are the fields every script reads; the window ring's 30
+-- are read only when the policy has a window. x is the key's expiry as
+-- the last refresh set it (server µs), so that a script can tell whether
+-- the TTL needs refreshing without asking (PTTL).
+local RECORD_FIELDS = { 'st', 'seq', 'gen', 'cf', 'ps', 'pf', 'cd', 'ou', 'fo', 'x' }
+local RING_FIELDS = {
+  'w0', 'c0', 'f0', 'w1', 'c1', 'f1', 'w2', 'c2', 'f2', 'w3', 'c3', 'f3', 'w4', 'c4', 'f4',
+  'w5', 'c5', 'f5', 'w6', 'c6', 'f6', 'w7', 'c7', 'f7', 'w8', 'c8', 'f8', 'w9', 'c9', 'f9',
+}
 
 -- load reads the record; a missing key is a fresh Closed record. r.dirty
 -- collects the fields to write back.
 local function load(key)
-  local raw = redis.call('HGETALL', key)
-  local r = { exists = #raw > 0, dirty = {} }
-  for i = 1, #raw, 2 do
-    r[raw[i]] = tonumber(raw[i + 1])
+  local fields = RECORD_FIELDS
+  if P.width > 0 then
+    fields = { unpack(RECORD_FIELDS) }
+    for i = 1, #RING_FIELDS do
+      fields[#fields + 1] = RING_FIELDS[i]
+    end
   end
+  local raw = redis.call('HMGET', key, unpack(fields))
+  local r = { dirty = {} }
+  local exists = false
+  for i = 1, #fields do
+    local v = raw[i]
+    if v then
+      r[fields[i]] = tonumber(v)
+      exists = true
+    end
+  end
+  r.exists = exists
   r.st = r.st or CLOSED
   r.seq = r.seq or 0
   r.gen = r.gen or 0
@@ -96,10 +111,22 @@ local function set(r, field, value)
   r.dirty[field] = true
 end
 
--- save writes the changed fields and refreshes the TTL of both keys (a record
--- in use never expires; see doc.go for the TTL choice). A forced record keeps
--- none: force.lua removed it, and an override lasts until it is cleared.
+-- save writes the changed fields and keeps the record's TTL (see doc.go for
+-- the TTL's length). The TTL is refreshed when a state or openUntil
+-- changes, when the refresh is forced (r.refresh), and otherwise only once
+-- less than half of it is left: a record in use then always has at least
+-- max(MaxCooldown, ProbeTTL, Window) to live, and a busy source's scripts
+-- skip the PEXPIRE nearly always. A forced record keeps none: force.lua
+-- removed it, and an override lasts until it is cleared.
 local function save(r, keys)
+  if r.fo == FORCE_NONE and (r.exists or next(r.dirty)) then
+    local now = now_us()
+    local ttl_ms = P.ttl
+    if r.refresh or r.dirty.st or r.dirty.ou or not r.x or r.x - now < ttl_ms * 500 then
+      set(r, 'x', now + ttl_ms * 1000)
+      r.expire = true
+    end
+  end
   local args = {}
   for field in pairs(r.dirty) do
     args[#args + 1] = field
@@ -109,13 +136,8 @@ local function save(r, keys)
     redis.call('HSET', keys[1], unpack(args))
     r.exists = true
   end
-  if r.exists and r.fo == FORCE_NONE then
+  if r.expire then
     redis.call('PEXPIRE', keys[1], int(P.ttl))
-    -- A Closed record holds no probe lease: every move to Closed deletes
-    -- the set, so refreshing it then would be a wasted call.
-    if r.st ~= CLOSED then
-      redis.call('PEXPIRE', keys[2], int(P.ttl))
-    end
   end
 end
 

@@ -33,6 +33,7 @@ elseif half_open then
 else
   set(r, 'st', CLOSED)
 end
+r.refresh = true -- a reset gives the full TTL back
 save(r, KEYS)
 if f ~= FORCE_OPEN and not half_open then
   -- Back to the policy's cooldown. The field is dropped rather than set, so

@@ -9,6 +9,8 @@
 --   <prefix>:{<scope>:<source>}:quota     hash, the two rolling buckets
 --     rl rs ru   RPM bucket: level (scaled units), stamp (server µs), unit
 --     tl ts tu   TPM bucket: the same
+--     qx         the hash's expiry as last set (server µs)
+--     ix         the in-flight set's expiry as last set (server µs)
 --   <prefix>:{<scope>:<source>}:inflight  sorted set of in-flight leases,
 --     member = permit ID, score = expiry in server µs
 --
@@ -20,23 +22,6 @@
 -- Go memory gate computes. The unit is stored beside the level so that a
 -- changed limit rescales the level instead of misreading it.
 
--- int renders a whole number without exponent: tostring(1.7e15) in Lua 5.1
--- gives "1.7e+15".
-local function int(n)
-  return string.format('%d', n)
-end
-
--- now_us is the server's time in µs, read once per script run: the parts
--- of a combined script (admit.lua, conclude.lua) decide at one instant and
--- pay for one TIME.
-local now_cached
-local function now_us()
-  if not now_cached then
-    local t = redis.call('TIME')
-    now_cached = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return now_cached
-end
 
 -- bucket reads one bucket (fields prefix..'l', 's', 'u') with its rate.
 local function bucket(raw, off, drain, unit, cap)
@@ -46,6 +31,8 @@ local function bucket(raw, off, drain, unit, cap)
     drain = drain, unit = unit, cap = cap,
   }
   local stored = tonumber(raw[off + 2])
+  -- A unit already stored is not written again (each field written costs).
+  b.unit_stored = stored == unit
   if stored and stored ~= unit and b.level > 0 then
     -- The limit changed: same share of the allowance, new units.
     b.level = math.min(math.ceil(b.level / stored * unit), 2 * cap)
@@ -95,6 +82,23 @@ local function ms_to_empty(b)
   return math.ceil(b.level / b.drain / 1000)
 end
 
+-- HASH_SLACK_MS is how much longer than its buckets need a refreshed hash
+-- lives: one minute, so that a busy source's hash is refreshed about once a
+-- minute rather than at every write (each write lengthens what it needs).
+local HASH_SLACK_MS = 60000
+
+-- hash_expiry is the expiry (server µs) to give the bucket hash so that it
+-- lives at least need_ms from now, or nil when the expiry last set (qx;
+-- nil when unknown) already covers that: the TTL is never shortened, and
+-- refreshed only when it falls short. The caller stores the new expiry as
+-- qx with the bucket fields and sets the TTL to it.
+local function hash_expiry(now, qx, need_ms)
+  if qx and qx >= now + need_ms * 1000 then
+    return nil
+  end
+  return now + (need_ms + HASH_SLACK_MS) * 1000
+end
+
 -- settle corrects the TPM bucket at key by delta tokens (actual − estimate,
 -- already bounded to ±2·TPM by the caller) and returns its level afterwards,
 -- in scaled units. The level is kept within [0, 2·capacity]: a refund cannot
@@ -102,17 +106,144 @@ end
 -- forgiven. drain_, unit and cap are the TPM rate's ARGV values.
 local function settle(key, drain_, unit, cap, delta)
   local now = now_us()
-  local raw = redis.call('HMGET', key, 'tl', 'ts', 'tu')
+  local raw = redis.call('HMGET', key, 'tl', 'ts', 'tu', 'qx')
   local tpm = bucket(raw, 1, drain_, unit, cap)
   drain(tpm, now)
   tpm.level = math.min(math.max(tpm.level + delta * tpm.unit, 0), 2 * tpm.cap)
-  redis.call('HSET', key, 'tl', int(tpm.level), 'ts', int(tpm.stamp), 'tu', int(tpm.unit))
   -- The RPM fields may need longer than the TPM ones: never shorten the TTL.
-  local ttl = ms_to_empty(tpm) + 1000
-  if redis.call('PTTL', key) < ttl then
-    redis.call('PEXPIRE', key, int(ttl))
+  local qx = hash_expiry(now, tonumber(raw[4]), ms_to_empty(tpm) + 1000)
+  local fields = { 'tl', int(tpm.level), 'ts', int(tpm.stamp) }
+  if not tpm.unit_stored then
+    fields[5], fields[6] = 'tu', int(tpm.unit)
+  end
+  if qx then
+    fields[#fields + 1] = 'qx'
+    fields[#fields + 1] = int(qx)
+  end
+  redis.call('HSET', key, unpack(fields))
+  if qx then
+    redis.call('PEXPIRE', key, int(math.ceil((qx - now) / 1000)))
   end
   return int(tpm.level)
 end
 
--- -- body --
+-- acquire decides QuotaGate.Acquire on hkey (the bucket hash) and lkey (the
+-- in-flight lease set) with quota_acquire.lua's ARGV layout at
+-- argv[off + 1 ..]: it
+-- returns a table q whose q.ok says whether everything fits, else q.wait
+-- (µs) and q.limit (1 rpm, 2 tpm, 3 in_flight). It writes nothing but the
+-- removal of expired leases; commit_acquire writes the reservation.
+local NO_FIELDS = {}
+local function acquire(hkey, lkey, argv, off)
+  local now = now_us()
+  local raw = NO_FIELDS
+  if argv[off + 1] ~= '0' or argv[off + 4] ~= '0' then
+    raw = redis.call('HMGET', hkey, 'rl', 'rs', 'ru', 'tl', 'ts', 'tu', 'qx', 'ix')
+  end
+  local q = {
+    now = now,
+    rpm = bucket(raw, 1, tonumber(argv[off + 1]), tonumber(argv[off + 2]), tonumber(argv[off + 3])),
+    tpm = bucket(raw, 4, tonumber(argv[off + 4]), tonumber(argv[off + 5]), tonumber(argv[off + 6])),
+    max_in_flight = tonumber(argv[off + 7]),
+    lease = tonumber(argv[off + 8]),
+    est = tonumber(argv[off + 9]),
+    id = argv[off + 10],
+    qx = tonumber(raw[7]),
+    ix = tonumber(raw[8]),
+    ok = false,
+  }
+  local rpm, tpm = q.rpm, q.tpm
+  -- at: the µs from which the rate limits admit (0: now).
+  local at, limit = 0, 0
+  if rpm.drain > 0 then
+    drain(rpm, now)
+    local w = wait(rpm, rpm.unit)
+    if w > 0 then
+      at, limit = rpm.stamp + w, 1
+    end
+  end
+  if tpm.drain > 0 then
+    drain(tpm, now)
+    local w = wait(tpm, q.est * tpm.unit)
+    if w > 0 and tpm.stamp + w > at then
+      at, limit = tpm.stamp + w, 2
+    end
+  end
+  if at > 0 then
+    q.wait, q.limit = at - now, limit
+    return q
+  end
+  if q.max_in_flight > 0 then
+    -- Expired leases matter only at the limit: below it the count, which
+    -- may include some, is no more than the limit allows anyway. The
+    -- set's TTL bounds how long expired members linger. A lease is alive
+    -- while now < expiry.
+    local n = redis.call('ZCARD', lkey)
+    if n >= q.max_in_flight then
+      n = n - redis.call('ZREMRANGEBYSCORE', lkey, '-inf', int(now))
+      if n >= q.max_in_flight then
+        q.wait, q.limit = 0, 3
+        return q
+      end
+    end
+    q.leases = n
+  end
+  q.ok = true
+  return q
+end
+
+-- commit_acquire writes the reservation acquire decided: the buckets'
+-- levels and the in-flight lease, with the TTLs each key needs.
+local function commit_acquire(hkey, lkey, q)
+  local rpm, tpm, now = q.rpm, q.tpm, q.now
+  local fields = {}
+  local need = 0
+  if rpm.drain > 0 then
+    rpm.level = rpm.level + rpm.unit
+    fields[1], fields[2], fields[3], fields[4] = 'rl', int(rpm.level), 'rs', int(rpm.stamp)
+    if not rpm.unit_stored then
+      fields[5], fields[6] = 'ru', int(rpm.unit)
+    end
+    need = math.max(need, ms_to_empty(rpm))
+  end
+  if tpm.drain > 0 then
+    tpm.level = tpm.level + q.est * tpm.unit
+    local n = #fields
+    fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = 'tl', int(tpm.level), 'ts', int(tpm.stamp)
+    if not tpm.unit_stored then
+      fields[n + 5], fields[n + 6] = 'tu', int(tpm.unit)
+    end
+    need = math.max(need, ms_to_empty(tpm))
+  end
+  -- The lease set must outlive its newest lease; refreshed to two lease
+  -- lengths, it is refreshed about once per lease length. Its expiry is
+  -- kept in the bucket hash (ix) when there is one; a set that was empty
+  -- may be new (Redis deletes an emptied set), so it gets its TTL anyway.
+  local ix
+  if q.max_in_flight > 0 and (#fields == 0 or q.leases == 0 or not q.ix or q.ix < now + q.lease + 1000000) then
+    ix = now + 2 * q.lease + 1000000
+    if #fields > 0 then
+      fields[#fields + 1] = 'ix'
+      fields[#fields + 1] = int(ix)
+    end
+  end
+  local qx
+  if #fields > 0 then
+    -- Once both buckets are empty the hash says nothing a missing key does not.
+    qx = hash_expiry(now, q.qx, need + 1000)
+    if qx then
+      fields[#fields + 1] = 'qx'
+      fields[#fields + 1] = int(qx)
+    end
+    redis.call('HSET', hkey, unpack(fields))
+    if qx then
+      redis.call('PEXPIRE', hkey, int(math.ceil((qx - now) / 1000)))
+    end
+  end
+  if q.max_in_flight > 0 then
+    redis.call('ZADD', lkey, int(now + q.lease), q.id)
+    if ix then
+      redis.call('PEXPIRE', lkey, int(math.ceil((ix - now) / 1000)))
+    end
+  end
+end

@@ -8,7 +8,7 @@ local now = now_us()
 local r = load(KEYS[1])
 
 if r.st == CLOSED then
-  save(r, KEYS) -- refreshes the TTL: the admitted call outlives no record
+  save(r, KEYS) -- keeps the TTL: the admitted call outlives no record
   return { 1, CLOSED, 0, 0, r.gen, r.gen, r.fo }
 end
 
@@ -37,5 +37,8 @@ if inflight >= P.probes or phase_full(r, inflight) then
 end
 set(r, 'seq', r.seq + 1)
 redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(r.seq))
+-- The lease set lives as long as the record; every lease ends within
+-- ProbeTTL, well inside it.
+redis.call('PEXPIRE', KEYS[2], int(P.ttl))
 save(r, KEYS)
 return { 1, HALF_OPEN, 0, 1, r.seq, r.gen, r.fo }
