@@ -93,6 +93,10 @@ func TestRedisCluster(t *testing.T) {
 		slotMigrationUnderLoad(t, cl)
 	})
 
+	t.Run("MigratingSlotRunsEveryScriptWhole", func(t *testing.T) {
+		migratingSlotRunsEveryScriptWhole(t, cl, c)
+	})
+
 	t.Run("ScriptFlushMidRunKeepsWorking", func(t *testing.T) {
 		// SCRIPT FLUSH on every master: NOSCRIPT may come from any node.
 		scriptFlushKeepsWorking(t, c, func() { require.NoError(t, c.ScriptFlush(t.Context()).Err()) })

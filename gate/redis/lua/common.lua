@@ -213,8 +213,23 @@ local function window_reset(r)
   end
 end
 
-local function expire_leases(keys, now)
-  redis.call('ZREMRANGEBYSCORE', keys[2], '-inf', int(now))
+-- A rule every script keeps: it never touches a key again after a command
+-- that may have deleted it. Redis deletes a sorted set once its last member
+-- goes (ZREM, ZREMRANGEBYSCORE, DEL), and while the source's slot migrates
+-- the node answers a script's access to a key it no longer has by stopping
+-- the script there, after its earlier writes took effect: an operation half
+-- applied, which no retry may repeat. So a lease set is read first (ZCARD,
+-- ZCOUNT, ZSCORE, ZRANGE), a new lease is added before old ones are pruned,
+-- and a removal that may empty the set is the script's last touch of it.
+
+-- lease_count is the probe leases in keys[2]: all of them, and how many of
+-- those have expired (a lease is alive while now < expiry). It only reads.
+local function lease_count(keys, now)
+  local card = redis.call('ZCARD', keys[2])
+  if card == 0 then
+    return 0, 0
+  end
+  return card, redis.call('ZCOUNT', keys[2], '-inf', int(now))
 end
 
 -- open starts an Open phase of the given cooldown: new generation, counts and

@@ -178,13 +178,22 @@ local function acquire(hkey, lkey, argv, off)
     -- may include some, is no more than the limit allows anyway. The
     -- set's TTL bounds how long expired members linger. A lease is alive
     -- while now < expiry.
+    -- The set is only counted here; expired leases are removed after the
+    -- new lease is added (commit_acquire), or on a rejection, when live
+    -- ones remain: a script never touches a set it emptied, which Redis
+    -- deletes (see common.lua's rule).
     local n = redis.call('ZCARD', lkey)
     if n >= q.max_in_flight then
-      n = n - redis.call('ZREMRANGEBYSCORE', lkey, '-inf', int(now))
+      local expired = redis.call('ZCOUNT', lkey, '-inf', int(now))
+      n = n - expired
       if n >= q.max_in_flight then
+        if expired > 0 then
+          redis.call('ZREMRANGEBYSCORE', lkey, '-inf', int(now))
+        end
         q.wait, q.limit = 0, 3
         return q
       end
+      q.prune = expired > 0
     end
     q.leases = n
   end
@@ -242,6 +251,9 @@ local function commit_acquire(hkey, lkey, q)
   end
   if q.max_in_flight > 0 then
     redis.call('ZADD', lkey, int(now + q.lease), q.id)
+    if q.prune then
+      redis.call('ZREMRANGEBYSCORE', lkey, '-inf', int(now))
+    end
     if ix then
       redis.call('PEXPIRE', lkey, int(math.ceil((ix - now) / 1000)))
     end

@@ -21,9 +21,6 @@ local function reply(applied)
   return { applied and 1 or 0, r.st, remaining(r, now), r.gen, r.fo }
 end
 
-if r.st == HALF_OPEN then
-  expire_leases(KEYS, now)
-end
 -- A decision that was not allowed never ran: always a miss, even Fatal.
 -- Under a forced Open every outcome is a miss (gate.Forcer).
 if not allowed or r.fo == FORCE_OPEN then
@@ -48,10 +45,13 @@ if outcome == FATAL then
 end
 
 -- Fencing: a Closed admission of the current generation, or a probe whose
--- lease still exists (expired ones were just removed).
+-- lease still exists and has not expired. Expired leases are left for
+-- TryEnter to prune: the probe set is touched here at most twice, a read
+-- and then one removal (see common.lua's rule).
 local current
 if probe then
-  current = r.st == HALF_OPEN and redis.call('ZSCORE', KEYS[2], token) ~= false
+  local expiry = r.st == HALF_OPEN and redis.call('ZSCORE', KEYS[2], token)
+  current = expiry and now < tonumber(expiry) or false
 else
   current = r.st == CLOSED and tonumber(token) == r.gen
 end
@@ -83,12 +83,14 @@ if r.st == CLOSED then
   return reply(true)
 end
 
--- HalfOpen, current probe.
+-- HalfOpen, current probe. Closing or opening forgets every lease, this
+-- one included, so only the other outcomes remove it on its own.
 if outcome == SUCCESS then
-  redis.call('ZREM', KEYS[2], token)
   set(r, 'ps', r.ps + 1)
   if r.ps >= P.successes then
     close(r, KEYS)
+  else
+    redis.call('ZREM', KEYS[2], token)
   end
 elseif outcome == FAILURE and tolerates_probe_failure(r) then
   redis.call('ZREM', KEYS[2], token)

@@ -6,6 +6,7 @@
 --         stand once the decision is made (gate/doc.go "Generations").
 local now = now_us()
 local r = load(KEYS[1])
+local cleared = false
 
 if r.st == CLOSED then
   save(r, KEYS) -- keeps the TTL: the admitted call outlives no record
@@ -20,23 +21,41 @@ if r.st == OPEN then
   if now < r.ou then
     return { 0, OPEN, r.ou - now, 0, 0, r.gen, r.fo }
   end
-  -- The first TryEnter at or after openUntil moves to HalfOpen.
+  -- The first TryEnter at or after openUntil moves to HalfOpen; the new
+  -- phase forgets every lease of an earlier one.
   set(r, 'st', HALF_OPEN)
   new_generation(r)
   probe_reset(r)
-  redis.call('DEL', KEYS[2])
+  cleared = true
 end
 
-expire_leases(KEYS, now)
-local inflight = redis.call('ZCARD', KEYS[2])
+-- The set is read before anything is removed from it, and the new lease is
+-- added before old ones go, so the script never touches a set it emptied
+-- (see common.lua).
+local card, expired = lease_count(KEYS, now)
+local stale
+if cleared and card > 0 then
+  stale = redis.call('ZRANGE', KEYS[2], 0, -1)
+  expired = card
+end
+local inflight = card - expired
 if inflight >= P.probes or phase_full(r, inflight) then
+  if expired > 0 then
+    -- Live leases remain (inflight ≥ 1), so the set stays.
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', int(now))
+  end
   save(r, KEYS)
   -- A probe is in flight and may answer at any moment: no certain wait,
-  -- never the lease length (seed 000 §1.2).
+  -- never the lease length.
   return { 0, HALF_OPEN, 0, 0, 0, r.gen, r.fo }
 end
 set(r, 'seq', r.seq + 1)
 redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(r.seq))
+if stale then
+  redis.call('ZREM', KEYS[2], unpack(stale))
+elseif expired > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', int(now))
+end
 -- The lease set lives as long as the record; every lease ends within
 -- ProbeTTL, well inside it.
 redis.call('PEXPIRE', KEYS[2], int(P.ttl))
