@@ -18,8 +18,9 @@ import (
 
 // newRedisClient builds the client of PGW_REDIS_URL, or of
 // PGW_REDIS_CLUSTER_ADDRS with the URL's credentials and options. Gate
-// scripts are not idempotent, so a command whose reply was lost is not
-// retried (MaxRetries -1) unless the URL asks for retries. The caller's
+// scripts are not idempotent and are never resent whatever the client's
+// settings (gate/redis marks them so); other commands are not retried either
+// (MaxRetries -1) unless the URL asks for retries. The caller's
 // deadline bounds each gate operation (ContextTimeoutEnabled): without it
 // go-redis waits out its read timeout (5 s by default) whatever the ctx
 // says, and a call with a 100 ms deadline on a stalled Redis returned after

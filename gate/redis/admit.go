@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/pgw-go/pgw/gate"
 )
 
@@ -18,7 +16,7 @@ var (
 		"local function budget_lib()\n" + mustRead("lua/budget_common.lua") +
 		"\nreturn { load = budget_load, check = budget_check, take = budget_take }\nend\n" +
 		body("try_enter_body", "common.lua", "try_enter.lua") + mustRead("lua/admit.lua")
-	scriptAdmit = goredis.NewScript(scriptAdmitSrc)
+	scriptAdmit = newLua(scriptAdmitSrc)
 )
 
 var (

@@ -110,7 +110,7 @@ func (b *Breaker) Keys(source string) []string {
 // optional: without it the first run of each script costs one NOSCRIPT reply
 // and an EVAL.
 func (b *Breaker) Preload(ctx context.Context) error {
-	for _, s := range []*goredis.Script{scriptTryEnter, scriptRecord, scriptSnapshot, scriptRetryAfter} {
+	for _, s := range []*script{scriptTryEnter, scriptRecord, scriptSnapshot, scriptRetryAfter} {
 		if err := s.Load(ctx, b.c).Err(); err != nil {
 			return wrapErr(ctx, "Preload", "", err)
 		}

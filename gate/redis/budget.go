@@ -11,7 +11,7 @@ import (
 )
 
 // scriptBudget is the advertised budget's one script (lua/budget.lua).
-var scriptBudget = goredis.NewScript(lua("clock.lua", "budget_common.lua", "budget.lua"))
+var scriptBudget = newLua(lua("clock.lua", "budget_common.lua", "budget.lua"))
 
 // Budget is the Redis gate.BudgetGate: the rate-limit figures the upstreams
 // advertise, one hash per (scope, source) in the source's hash-tag slot
@@ -60,7 +60,7 @@ func (b *Budget) Preload(ctx context.Context) error {
 // Take reserves one request and estTokens tokens against source's
 // advertised budget: one script, one round trip.
 func (b *Budget) Take(ctx context.Context, source string, estTokens int64) (gate.BudgetDecision, error) {
-	v, err := scriptBudget.Run(ctx, b.c, []string{b.Key(source)}, "take", strconv.FormatInt(max(estTokens, 0), 10)).Int64Slice()
+	v, err := runScript(ctx, b.c, scriptBudget, []string{b.Key(source)}, "take", strconv.FormatInt(max(estTokens, 0), 10)).Int64Slice()
 	if err != nil {
 		return gate.BudgetDecision{}, wrapErr(ctx, "Take", source, err)
 	}
@@ -84,7 +84,7 @@ func (b *Budget) Refresh(ctx context.Context, source string, a gate.Advertised) 
 		return nil
 	}
 	f := func(n int64) string { return strconv.FormatInt(n, 10) }
-	err := scriptBudget.Run(ctx, b.c, []string{b.Key(source)}, "refresh",
+	err := runScript(ctx, b.c, scriptBudget, []string{b.Key(source)}, "refresh",
 		f(a.Requests.Limit), f(a.Requests.Remaining), f(a.Requests.Reset.Microseconds()),
 		f(a.Tokens.Limit), f(a.Tokens.Remaining), f(a.Tokens.Reset.Microseconds())).Err()
 	if err != nil {
@@ -96,7 +96,7 @@ func (b *Budget) Refresh(ctx context.Context, source string, a gate.Advertised) 
 // Read returns source's budget as it stands: one round trip.
 func (b *Budget) Read(ctx context.Context, source string) (gate.Advertised, bool, error) {
 	none := gate.Advertised{Requests: gate.UnknownWindow, Tokens: gate.UnknownWindow}
-	v, err := scriptBudget.Run(ctx, b.c, []string{b.Key(source)}, "read").Int64Slice()
+	v, err := runScript(ctx, b.c, scriptBudget, []string{b.Key(source)}, "read").Int64Slice()
 	if err != nil {
 		return none, false, wrapErr(ctx, "Read", source, err)
 	}

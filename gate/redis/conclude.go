@@ -16,7 +16,7 @@ import (
 var (
 	scriptConcludeSrc = lua("clock.lua", "quota_common.lua") +
 		body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude.lua")
-	scriptConclude = goredis.NewScript(scriptConcludeSrc)
+	scriptConclude = newLua(scriptConcludeSrc)
 )
 
 var _ gate.Concluder = (*Quota)(nil)
@@ -58,7 +58,7 @@ func (q *Quota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Con
 		pipe := q.c.Pipeline()
 		for j, k := range calls {
 			cmds[j] = goredis.NewCmd(ctx, k.args...)
-			_ = pipe.Process(ctx, cmds[j])
+			_ = pipe.Process(ctx, once{cmds[j]})
 		}
 		_, _ = pipe.Exec(ctx) // every command carries its own error
 		for j, k := range calls {

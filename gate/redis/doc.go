@@ -70,8 +70,13 @@
 // a Breaker with a local fallback gate for PGW_REDIS_DOWN=fail_open, or
 // passes those errors through for fail_closed.
 //
-// Scripts are not idempotent: a client configured to retry a command whose
-// reply was lost (go-redis MaxRetries) may apply it twice — an extra lease that
-// expires at ProbeTTL, or one failure counted twice. Set MaxRetries to -1 for
-// at-most-once.
+// Scripts are not idempotent: one run twice after its reply was lost would
+// take a second lease or count a failure twice. So the gates send every
+// script at most once: its command tells go-redis not to resend it after a
+// reset or a read timeout, whatever the client's MaxRetries (go-redis's
+// cluster client otherwise resends on such errors up to MaxRedirects times).
+// Only replies that guarantee the script did not run — a slot migrating, a
+// failover, a server loading — are retried, by the gate, for at most a second
+// within the caller's deadline. A lost reply costs at most a lease, which
+// expires on its own.
 package redis

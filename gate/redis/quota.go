@@ -23,10 +23,10 @@ const DefaultLease = 10 * time.Minute
 // The quota scripts, one per operation. Acquire and Settle share the bucket
 // arithmetic of lua/quota_common.lua, prepended to each body.
 var (
-	scriptQuotaAcquire = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_acquire.lua"))
-	scriptQuotaSettle  = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_settle.lua"))
-	scriptQuotaRelease = goredis.NewScript(mustRead("lua/quota_release.lua"))
-	scriptQuotaFinish  = goredis.NewScript(lua("clock.lua", "quota_common.lua", "quota_finish.lua"))
+	scriptQuotaAcquire = newLua(lua("clock.lua", "quota_common.lua", "quota_acquire.lua"))
+	scriptQuotaSettle  = newLua(lua("clock.lua", "quota_common.lua", "quota_settle.lua"))
+	scriptQuotaRelease = newLua(mustRead("lua/quota_release.lua"))
+	scriptQuotaFinish  = newLua(lua("clock.lua", "quota_common.lua", "quota_finish.lua"))
 )
 
 // Quota is the Redis quota gate: per (scope, source) a rolling RPM bucket, a
@@ -127,7 +127,7 @@ func (q *Quota) Keys(source string) []string {
 // Preload loads the quota scripts into Redis (every master of a cluster), so
 // that even the first operation is a single EVALSHA.
 func (q *Quota) Preload(ctx context.Context) error {
-	for _, s := range []*goredis.Script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish, scriptAdmit, scriptConclude} {
+	for _, s := range []*script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish, scriptAdmit, scriptConclude} {
 		if err := s.Load(ctx, q.c).Err(); err != nil {
 			return wrapErr(ctx, "Preload", "", err)
 		}

@@ -47,8 +47,13 @@ func notServed(err error) bool {
 // — is retried with a backoff from 1 ms doubling to 32 ms, for at most
 // retryBudget and never past ctx's deadline; the last reply is returned when
 // the budget or ctx ends first.
-func runScript(ctx context.Context, c goredis.Scripter, s *goredis.Script, keys []string, args ...any) *goredis.Cmd {
-	return retryNotServed(ctx, func() *goredis.Cmd { return s.Run(ctx, c, keys, args...) })
+func runScript(ctx context.Context, c processor, s *script, keys []string, args ...any) *goredis.Cmd {
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", s.Hash(), len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	return runArgs(ctx, c, s.src, append(cmd, args...))
 }
 
 // runArgs runs a script from a command built in advance: args is
@@ -60,14 +65,26 @@ func runScript(ctx context.Context, c goredis.Scripter, s *goredis.Script, keys 
 func runArgs(ctx context.Context, c processor, src string, args []any) *goredis.Cmd {
 	return retryNotServed(ctx, func() *goredis.Cmd {
 		cmd := goredis.NewCmd(ctx, args...)
-		_ = c.Process(ctx, cmd)
+		_ = c.Process(ctx, once{cmd})
 		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") { // (nil first: HasErrorPrefix allocates)
 			cmd = goredis.NewCmd(ctx, evalArgs(src, args)...)
-			_ = c.Process(ctx, cmd)
+			_ = c.Process(ctx, once{cmd})
 		}
 		return cmd
 	})
 }
+
+// once marks a gate script's command as never to be sent again once it may
+// have reached the server. A script is not idempotent (a second Acquire
+// takes a second lease, a second Record counts a failure twice), and a
+// reply lost to a reset or a read timeout says nothing about whether it
+// ran; yet go-redis's cluster client resends on such errors up to its
+// MaxRedirects, whatever MaxRetries says. Replies that guarantee the script
+// did not run (notHereNotNow) are retried by retryNotServed instead.
+type once struct{ *goredis.Cmd }
+
+// NoRetry tells go-redis not to resend the command.
+func (once) NoRetry() bool { return true }
 
 // processor is what runs a command: a client or a pipeline.
 type processor interface {

@@ -16,24 +16,27 @@ type replyErr string
 func (e replyErr) Error() string { return string(e) }
 func (replyErr) RedisError()     {}
 
-// notHereScripter answers every EVALSHA with the next of its replies (nil:
-// success), then with the last one.
+// notHereScripter answers every command with the next of its replies (nil:
+// success), then with the last one, and notes whether go-redis was told
+// never to resend it.
 type notHereScripter struct {
-	goredis.Scripter
 	replies []error
 	calls   int
+	resend  int // commands go-redis would have been free to send again
 }
 
-func (s *notHereScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *goredis.Cmd {
-	cmd := goredis.NewCmd(ctx)
+func (s *notHereScripter) Process(_ context.Context, cmd goredis.Cmder) error {
 	err := s.replies[min(s.calls, len(s.replies)-1)]
 	s.calls++
+	if !cmd.NoRetry() {
+		s.resend++
+	}
 	if err != nil {
 		cmd.SetErr(err)
-	} else {
-		cmd.SetVal(int64(7))
+		return err
 	}
-	return cmd
+	cmd.(once).SetVal(int64(7))
+	return nil
 }
 
 func TestClusterRepliesAreUnreachableNeverScriptErrors(t *testing.T) {
@@ -53,12 +56,13 @@ func TestClusterRepliesAreUnreachableNeverScriptErrors(t *testing.T) {
 }
 
 func TestRunScriptRetriesAMigratingSlotWithinItsBudget(t *testing.T) {
-	s := goredis.NewScript("return 7")
+	s := newLua("return 7")
 	c := &notHereScripter{replies: []error{replyErr("TRYAGAIN x"), replyErr("ASK 1 a:1"), nil}}
 	v, err := runScript(context.Background(), c, s, []string{"k"}).Int64()
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, v)
 	assert.Equal(t, 3, c.calls)
+	assert.Zero(t, c.resend, "a gate script is sent at most once by go-redis")
 
 	// A script error is not retried.
 	c = &notHereScripter{replies: []error{replyErr("ERR boom"), nil}}

@@ -25,9 +25,18 @@ var (
 	scriptRetryAfter = newScript("retry_after.lua")
 )
 
-func newScript(body string) *goredis.Script {
-	return goredis.NewScript(lua("clock.lua", "common.lua", body))
+func newScript(body string) *script {
+	return newLua(lua("clock.lua", "common.lua", body))
 }
+
+// script is a gate script with its source, which the EVAL after a NOSCRIPT
+// reply needs (runScript).
+type script struct {
+	*goredis.Script
+	src string
+}
+
+func newLua(src string) *script { return &script{Script: goredis.NewScript(src), src: src} }
 
 // lua joins the embedded files named into one script's source.
 func lua(files ...string) string {
