@@ -55,6 +55,7 @@ type GatewayClient struct {
 	mu      sync.RWMutex
 	closed  bool
 	calls   sync.WaitGroup // calls and streams in flight
+	live    map[*call]struct{}
 	streams map[*Stream]struct{}
 
 	closeOnce sync.Once
@@ -111,6 +112,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		scopes:  make(map[string]*scope, len(s.Scopes)),
 		log:     o.logger,
 		streams: map[*Stream]struct{}{},
+		live:    map[*call]struct{}{},
 		sdkHTTP: o.httpClient,
 	}
 	g.life, g.kill = context.WithCancelCause(context.Background())
@@ -455,6 +457,7 @@ func (g *GatewayClient) Close() error {
 		}
 		g.mu.Unlock()
 		g.kill(ErrClosed)
+		g.interruptCalls()
 		for _, s := range streams {
 			_ = s.Close()
 		}

@@ -3,7 +3,9 @@ package pgw
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
+
+	"github.com/pgw-go/pgw/internal/callctx"
 )
 
 // call is one governed call in flight, registered with its gateway so that
@@ -11,27 +13,30 @@ import (
 type call struct {
 	g      *GatewayClient
 	caller context.Context // the caller's ctx
-	ctx    context.Context // the call's: the caller's, also cancelled by Close
-	stop   func() bool
-	cancel context.CancelCauseFunc
-	once   sync.Once
+	ctx    context.Context // the call's: &cc
+	cc     callctx.Ctx     // the caller's ctx, also ended by Close (cause ErrClosed)
+	ended  atomic.Bool
 }
 
-// enter registers a call, or returns ErrClosed.
+// enter registers a call, or returns ErrClosed. The call's ctx is one
+// allocation with the call: Close ends it through the gateway's set of live
+// calls rather than through a hook on the gateway's own context per call.
 func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	if ctx == nil {
 		return nil, errors.New("pgw: nil context")
 	}
-	g.mu.RLock()
+	c := &call{g: g, caller: ctx}
+	c.cc.Init(ctx, 0)
+	c.ctx = &c.cc
+	g.mu.Lock()
 	if g.closed {
-		g.mu.RUnlock()
+		g.mu.Unlock()
+		c.cc.Stop()
 		return nil, ErrClosed
 	}
 	g.calls.Add(1)
-	g.mu.RUnlock()
-	cctx, cancel := context.WithCancelCause(ctx)
-	c := &call{g: g, caller: ctx, ctx: cctx, cancel: cancel}
-	c.stop = context.AfterFunc(g.life, func() { cancel(ErrClosed) })
+	g.live[c] = struct{}{}
+	g.mu.Unlock()
 	return c, nil
 }
 
@@ -39,12 +44,29 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 // interrupted the call.
 func (c *call) end(err error) error {
 	err = public(c.closedErr(err))
-	c.once.Do(func() {
-		c.stop()
-		c.cancel(nil)
-		c.g.calls.Done()
-	})
+	if c.ended.CompareAndSwap(false, true) {
+		g := c.g
+		g.mu.Lock()
+		delete(g.live, c)
+		g.mu.Unlock()
+		c.cc.Stop()
+		g.calls.Done()
+	}
 	return err
+}
+
+// interruptCalls ends the ctx of every live call with ErrClosed; Close
+// calls it once closed is set, so no call registers after it.
+func (g *GatewayClient) interruptCalls() {
+	g.mu.RLock()
+	live := make([]*call, 0, len(g.live))
+	for c := range g.live {
+		live = append(live, c)
+	}
+	g.mu.RUnlock()
+	for _, c := range live {
+		c.cc.Cancel(ErrClosed)
+	}
 }
 
 // closedErr reports ErrClosed for an error of a call that Close interrupted

@@ -44,6 +44,13 @@ func (a *SourceAdmission) NewCall(stall StallBudget) *Call {
 	return &Call{a: a, stall: stall}
 }
 
+// Init starts c as NewCall does, for a Call that lives in a larger per-call
+// struct of its caller (or is reused for another call once the last one
+// is over): everything of a previous call is forgotten.
+func (c *Call) Init(a *SourceAdmission, stall StallBudget) {
+	*c = Call{a: a, stall: stall}
+}
+
 // Failed demotes source for the rest of the call: later rounds try it after
 // every source that has not failed (in-call demotion; every loop of package
 // retry calls it after a failed attempt).

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/callctx"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
@@ -220,7 +222,8 @@ func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]
 // loop then neither gives the ticket back nor cancels the ctx.
 type hold struct {
 	ticket *admission.Ticket
-	cancel context.CancelFunc
+	cancel context.CancelFunc // nil: actx.Stop
+	actx   *callctx.Ctx
 	kept   bool
 	rep    *attemptReport // nil without an observer
 	start  time.Time      // when the attempt began
@@ -229,6 +232,9 @@ type hold struct {
 
 func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
 	h.kept = true
+	if h.cancel == nil {
+		h.cancel = h.actx.Stop
+	}
 	return h.ticket, h.cancel
 }
 
@@ -266,9 +272,19 @@ func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int6
 // rounds runs admission rounds and attempts until the call ends.
 func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T], rep *report) (T, error) {
 	var zero T
-	stall := NewStallClock(l.clock, l.window, &l.deliveries)
-	call := l.adm.NewCall(stall)
+	st := roundsPool.Get().(*roundState)
+	stall, call := &st.stall, &st.call
+	stall.start(l.clock, l.window, &l.deliveries, l.clock.Now())
+	call.Init(l.adm, stall)
 	hc := l.newHedgeCall(call, estTokens, demote)
+	if hc == nil {
+		// Without hedges nothing outlives the call's rounds: the next
+		// call reuses their state. A panic drops it.
+		defer func() {
+			*st = roundState{}
+			roundsPool.Put(st)
+		}()
+	}
 	attempts, failures := 0, 0
 	var last error
 	var failed map[string]string // source → class of its last failed attempt
@@ -332,17 +348,37 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 	}
 }
 
+// roundState is a call's stall clock and admission call, one allocation
+// and pooled: both belong to the call's goroutine alone.
+type roundState struct {
+	stall StallClock
+	call  admission.Call
+}
+
+var roundsPool = sync.Pool{New: func() any { return new(roundState) }}
+
+// attemptState is what one attempt allocates: its ctx (the call's end and
+// the source's timeout), its hold and its response sink, together. It is
+// not pooled: a goroutine the attempt started may keep its ctx.
+type attemptState struct {
+	ctx     callctx.Ctx
+	hold    hold
+	answers answers
+}
+
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
 func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T], ar *attemptReport) (v T, class Class, err error) {
 	src := l.sources[t.Source]
 	ctx = ar.context(ctx)
-	actx, cancel := context.WithCancel(ctx)
-	if src.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, src.Timeout)
-	}
-	actx, heard := listen(actx, l.adm, t.Source)
-	h := &hold{ticket: t, cancel: cancel, rep: ar, start: l.clock.Now()}
+	// One context carries the call's end and the source's timeout: under
+	// the call's own Ctx it registers directly, with no hook of its own.
+	as := &attemptState{}
+	ac := &as.ctx
+	ac.Init(ctx, src.Timeout)
+	actx, heard := as.answers.listenOn(ac, l.adm, t.Source)
+	h := &as.hold
+	*h = hold{ticket: t, actx: ac, rep: ar, start: l.clock.Now()}
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
 	var usage transport.Usage
 	outcome := observe.OutcomePanic // until the attempt returns
@@ -357,7 +393,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 			}
 			return
 		}
-		cancel()
+		ac.Stop()
 		l.noteLatency(h, outcome)
 		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
 		_ = t.Done(ctx, res)

@@ -43,7 +43,7 @@ type StallClock struct {
 	clock     gate.Clock
 	window    time.Duration
 	scope     *Deliveries
-	start     time.Time
+	begun     time.Time
 	attempted time.Duration // closed attempts
 	since     time.Time     // start of the open attempt
 	open      bool
@@ -52,7 +52,14 @@ type StallClock struct {
 // NewStallClock starts a call's stall clock now. window is STALL_WINDOW_S;
 // scope is the scope's Deliveries (nil: the call alone decides).
 func NewStallClock(clock gate.Clock, window time.Duration, scope *Deliveries) *StallClock {
-	return &StallClock{clock: clock, window: window, scope: scope, start: clock.Now()}
+	s := &StallClock{}
+	s.start(clock, window, scope, clock.Now())
+	return s
+}
+
+// start (re)starts s at now, as NewStallClock does.
+func (s *StallClock) start(clock gate.Clock, window time.Duration, scope *Deliveries, now time.Time) {
+	*s = StallClock{clock: clock, window: window, scope: scope, begun: now}
 }
 
 // BeginAttempt starts counting attempt time.
@@ -77,7 +84,7 @@ func (s *StallClock) StallTime() time.Duration {
 	if s.open {
 		attempted += now.Sub(s.since)
 	}
-	return now.Sub(s.start) - attempted
+	return now.Sub(s.begun) - attempted
 }
 
 // Remaining is the stall time left in the window; ≤ 0 once it is spent.
