@@ -55,8 +55,10 @@ type GatewayClient struct {
 	mu      sync.RWMutex
 	closed  bool
 	calls   sync.WaitGroup // calls and streams in flight
-	live    map[*call]struct{}
 	streams map[*Stream]struct{}
+
+	liveMu sync.Mutex
+	live   *call // the calls in flight, a doubly linked list: Close ends their ctx
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,7 +114,6 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		scopes:  make(map[string]*scope, len(s.Scopes)),
 		log:     o.logger,
 		streams: map[*Stream]struct{}{},
-		live:    map[*call]struct{}{},
 		sdkHTTP: o.httpClient,
 	}
 	g.life, g.kill = context.WithCancelCause(context.Background())

@@ -16,10 +16,12 @@ type call struct {
 	ctx    context.Context // the call's: &cc
 	cc     callctx.Ctx     // the caller's ctx, also ended by Close (cause ErrClosed)
 	ended  atomic.Bool
+
+	prev, next *call // in the gateway's list of live calls (liveMu)
 }
 
 // enter registers a call, or returns ErrClosed. The call's ctx is one
-// allocation with the call: Close ends it through the gateway's set of live
+// allocation with the call: Close ends it through the gateway's list of live
 // calls rather than through a hook on the gateway's own context per call.
 func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	if ctx == nil {
@@ -28,15 +30,21 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	c := &call{g: g, caller: ctx}
 	c.cc.Init(ctx, 0)
 	c.ctx = &c.cc
-	g.mu.Lock()
+	g.mu.RLock()
 	if g.closed {
-		g.mu.Unlock()
+		g.mu.RUnlock()
 		c.cc.Stop()
 		return nil, ErrClosed
 	}
 	g.calls.Add(1)
-	g.live[c] = struct{}{}
-	g.mu.Unlock()
+	g.liveMu.Lock()
+	c.next = g.live
+	if g.live != nil {
+		g.live.prev = c
+	}
+	g.live = c
+	g.liveMu.Unlock()
+	g.mu.RUnlock()
 	return c, nil
 }
 
@@ -46,9 +54,17 @@ func (c *call) end(err error) error {
 	err = public(c.closedErr(err))
 	if c.ended.CompareAndSwap(false, true) {
 		g := c.g
-		g.mu.Lock()
-		delete(g.live, c)
-		g.mu.Unlock()
+		g.liveMu.Lock()
+		if c.prev != nil {
+			c.prev.next = c.next
+		} else {
+			g.live = c.next
+		}
+		if c.next != nil {
+			c.next.prev = c.prev
+		}
+		c.prev, c.next = nil, nil
+		g.liveMu.Unlock()
 		c.cc.Stop()
 		g.calls.Done()
 	}
@@ -56,14 +72,15 @@ func (c *call) end(err error) error {
 }
 
 // interruptCalls ends the ctx of every live call with ErrClosed; Close
-// calls it once closed is set, so no call registers after it.
+// calls it once closed is set, so no call registers after it. Ending a
+// ctx only wakes its call (nothing runs under liveMu but the list).
 func (g *GatewayClient) interruptCalls() {
-	g.mu.RLock()
-	live := make([]*call, 0, len(g.live))
-	for c := range g.live {
+	var live []*call
+	g.liveMu.Lock()
+	for c := g.live; c != nil; c = c.next {
 		live = append(live, c)
 	}
-	g.mu.RUnlock()
+	g.liveMu.Unlock()
 	for _, c := range live {
 		c.cc.Cancel(ErrClosed)
 	}

@@ -137,15 +137,20 @@ func (h *hold) firstChunk(l *Loop) {
 // time (unless its first chunk was noted already), a failure's time as a
 // lower bound. Cancellations and caller errors say nothing about speed.
 func (l *Loop) noteLatency(h *hold, outcome string) {
+	l.noteLatencyAt(h, outcome, l.clock.Now())
+}
+
+// noteLatencyAt is noteLatency for an attempt that ended at now.
+func (l *Loop) noteLatencyAt(h *hold, outcome string, now time.Time) {
 	if h.start.IsZero() || h.first {
 		return
 	}
-	d := l.clock.Now().Sub(h.start)
+	d := now.Sub(h.start)
 	switch outcome {
 	case observe.OutcomeSuccess:
-		l.adm.Latency().Observe(h.ticket.Source, d)
+		l.adm.Latency().ObserveAt(h.ticket.Source, d, now)
 	case observe.OutcomeFailure, observe.OutcomeFatal, observe.OutcomeThrottle:
-		l.adm.Latency().ObserveBound(h.ticket.Source, d)
+		l.adm.Latency().ObserveBoundAt(h.ticket.Source, d, now)
 	}
 }
 

@@ -306,7 +306,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts)
 		switch class {
 		case Success:
-			l.deliveries.Mark(l.clock.Now())
+			l.deliveries.Mark(stall.lastEnd())
 			return v, nil
 		case CallerError, Canceled:
 			return zero, err
@@ -373,18 +373,26 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
 	// the call's own Ctx it registers directly, with no hook of its own.
+	// One reading of the clock starts the attempt, its stall accounting
+	// and (on the wall clock) its deadline.
+	now := l.clock.Now()
 	as := &attemptState{}
 	ac := &as.ctx
-	ac.Init(ctx, src.Timeout)
+	if _, wall := l.clock.(gate.SystemClock); wall {
+		ac.InitAt(ctx, now, src.Timeout)
+	} else {
+		ac.Init(ctx, src.Timeout)
+	}
 	actx, heard := as.answers.listenOn(ac, l.adm, t.Source)
 	h := &as.hold
-	*h = hold{ticket: t, actx: ac, rep: ar, start: l.clock.Now()}
+	*h = hold{ticket: t, actx: ac, rep: ar, start: now}
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
 	var usage transport.Usage
 	outcome := observe.OutcomePanic // until the attempt returns
-	stall.BeginAttempt()
+	stall.beginAt(now)
 	defer func() {
-		stall.EndAttempt()
+		end := l.clock.Now()
+		stall.endAt(end)
 		heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
 		if h.kept {
 			// The stream reports its attempt, and the call, when it ends.
@@ -394,7 +402,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 			return
 		}
 		ac.Stop()
-		l.noteLatency(h, outcome)
+		l.noteLatencyAt(h, outcome, end)
 		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
 		_ = t.Done(ctx, res)
 	}()

@@ -46,6 +46,7 @@ type StallClock struct {
 	begun     time.Time
 	attempted time.Duration // closed attempts
 	since     time.Time     // start of the open attempt
+	ended     time.Time     // end of the last attempt
 	open      bool
 }
 
@@ -63,18 +64,33 @@ func (s *StallClock) start(clock gate.Clock, window time.Duration, scope *Delive
 }
 
 // BeginAttempt starts counting attempt time.
-func (s *StallClock) BeginAttempt() {
+func (s *StallClock) BeginAttempt() { s.beginAt(s.clock.Now()) }
+
+// beginAt is BeginAttempt for a caller that read the clock just now.
+func (s *StallClock) beginAt(now time.Time) {
 	if !s.open {
-		s.open, s.since = true, s.clock.Now()
+		s.open, s.since = true, now
 	}
 }
 
 // EndAttempt stops counting attempt time.
-func (s *StallClock) EndAttempt() {
+func (s *StallClock) EndAttempt() { s.endAt(s.clock.Now()) }
+
+// endAt is EndAttempt for a caller that read the clock just now.
+func (s *StallClock) endAt(now time.Time) {
 	if s.open {
 		s.open = false
-		s.attempted += s.clock.Now().Sub(s.since)
+		s.attempted += now.Sub(s.since)
+		s.ended = now
 	}
+}
+
+// lastEnd is when the last attempt ended: a success's delivery time.
+func (s *StallClock) lastEnd() time.Time {
+	if s.ended.IsZero() {
+		return s.clock.Now()
+	}
+	return s.ended
 }
 
 // StallTime is the call's time so far outside attempts.

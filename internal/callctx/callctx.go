@@ -69,10 +69,20 @@ func New(parent context.Context, timeout time.Duration) *Ctx {
 // Init starts c, a zero Ctx, as New does; for a Ctx embedded in a larger
 // struct. c must not be copied afterwards.
 func (c *Ctx) Init(parent context.Context, timeout time.Duration) {
+	var now time.Time
+	if timeout > 0 {
+		now = time.Now()
+	}
+	c.InitAt(parent, now, timeout)
+}
+
+// InitAt is Init for a caller that has just read the wall clock: now is
+// time.Now() of a moment ago, from which the deadline counts.
+func (c *Ctx) InitAt(parent context.Context, now time.Time, timeout time.Duration) {
 	c.parent = parent
 	c.funcs = c.funcs0[:0]
 	if timeout > 0 {
-		c.dl, c.hasDL = time.Now().Add(timeout), true
+		c.dl, c.hasDL = now.Add(timeout), true
 	}
 	if pdl, ok := parent.Deadline(); ok && (!c.hasDL || pdl.Before(c.dl)) {
 		// The parent ends first: its end reaches us, no timer of our own.
