@@ -21,16 +21,12 @@ type answers struct {
 	source string
 	mu     sync.Mutex
 	got    []provider.RateLimits
-	one    [1]provider.RateLimits // room for the usual single answer
 }
 
 // Receive is the attempt's response sink (respsink.Receiver).
 func (an *answers) Receive(_ int, h http.Header) {
 	rl := an.adm.ReadAnswer(an.source, h) // an answer without figures counts too: the source is silent
 	an.mu.Lock()
-	if an.got == nil {
-		an.got = an.one[:0]
-	}
 	an.got = append(an.got, rl)
 	an.mu.Unlock()
 }

@@ -220,7 +220,7 @@ type legResult[T any] struct {
 // attemptOrRace runs the round's attempt on t: alone when the call does not
 // hedge, as a hedged race otherwise.
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
-	attempt attemptFunc[T], rep *report, attempts *int) (T, Class, error) {
+	attempt attempter[T], rep *report, attempts *int) (T, Class, error) {
 	if hc == nil {
 		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
 	}
@@ -239,7 +239,7 @@ func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *h
 // gives back its admission as Released, whatever it would have become.
 // Attempts that fail while another runs are ordinary failed attempts; the
 // race ends with the last failure when none is left.
-func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attemptFunc[T], rep *report, attempts *int) (T, Class, error) {
+func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attempter[T], rep *report, attempts *int) (T, Class, error) {
 	var zero T
 	out := make(chan legResult[T], 1+hc.h.max)
 	var legs []*leg
@@ -400,7 +400,7 @@ func (l *Loop) wasted(rep *report, lg *leg, primary string) {
 // runLeg runs one attempt of a race on its own goroutine and delivers its
 // result, unless the race declared the leg lost first: then the leg gives
 // its admission back itself, Released.
-func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attemptFunc[T], out chan<- legResult[T]) {
+func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attempter[T], out chan<- legResult[T]) {
 	h := &hold{ticket: lg.t, cancel: lg.cancel, rep: lg.ar, start: l.clock.Now()}
 	r := legResult[T]{leg: lg, h: h, outcome: observe.OutcomePanic}
 	defer func() {
@@ -424,7 +424,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		}
 		giveBackLost(ctx, l, r)
 	}()
-	r.v, r.usage, r.err = attempt(actx, src, h)
+	r.v, r.usage, r.err = attempt.attempt(actx, src, h)
 	r.outcome = observe.OutcomeSuccess
 	if r.err == nil {
 		r.class = Success

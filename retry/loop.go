@@ -212,9 +212,7 @@ type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transpo
 // estTokens is reserved with the quota and settled to the attempt's usage. A
 // panic in fn gives back everything the attempt held and is re-raised.
 func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]) (T, error) {
-	return run(ctx, l, estTokens, l.demote, func(ctx context.Context, src config.Source, _ *hold) (T, transport.Usage, error) {
-		return fn(ctx, src)
-	})
+	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn))
 }
 
 // hold is what an attempt holds: its ticket and its ctx's cancel. An attempt
@@ -240,6 +238,24 @@ func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
 
 type attemptFunc[T any] func(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
 
+// attempter is what the loop runs as an attempt. A func type is one
+// without allocating: a func value fits the interface as it is, where a
+// closure adapting Run's AttemptFunc would be allocated per call.
+type attempter[T any] interface {
+	attempt(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
+}
+
+func (f attemptFunc[T]) attempt(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error) {
+	return f(ctx, src, h)
+}
+
+// plainAttempt is Run's AttemptFunc, which takes no hold.
+type plainAttempt[T any] AttemptFunc[T]
+
+func (f plainAttempt[T]) attempt(ctx context.Context, src config.Source, _ *hold) (T, transport.Usage, error) {
+	return f(ctx, src)
+}
+
 // run is the one loop behind Run, Chat, Embed and OCR, with the call's
 // result reported to the observer (by the stream instead, when a chat stream
 // took the call over).
@@ -250,6 +266,11 @@ func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, atte
 // runOp is run for a call of operation op (observe.Operation…) asking for
 // model (empty: each source's), as the observer is told.
 func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
+	return runWith(ctx, l, op, model, estTokens, demote, attempt)
+}
+
+// runWith is runOp for any attempter.
+func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attempter[T]) (T, error) {
 	rep := l.newReport()
 	if rep == nil {
 		return rounds(ctx, l, estTokens, demote, attempt, nil)
@@ -270,7 +291,7 @@ func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int6
 }
 
 // rounds runs admission rounds and attempts until the call ends.
-func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T], rep *report) (T, error) {
+func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attempter[T], rep *report) (T, error) {
 	var zero T
 	st := roundsPool.Get().(*roundState)
 	stall, call := &st.stall, &st.call
@@ -279,11 +300,8 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 	hc := l.newHedgeCall(call, estTokens, demote)
 	if hc == nil {
 		// Without hedges nothing outlives the call's rounds: the next
-		// call reuses their state. A panic drops it.
-		defer func() {
-			*st = roundState{}
-			roundsPool.Put(st)
-		}()
+		// call reuses their state (start and Init overwrite it whole).
+		defer st.release()
 	}
 	attempts, failures := 0, 0
 	var last error
@@ -357,6 +375,14 @@ type roundState struct {
 
 var roundsPool = sync.Pool{New: func() any { return new(roundState) }}
 
+// release pools st. The admission call is cleared, so that a pooled state
+// keeps no ctx of a call that ended while waiting; the stall clock points to
+// the loop's own clock and deliveries only.
+func (st *roundState) release() {
+	st.call.Init(nil, nil)
+	roundsPool.Put(st)
+}
+
 // attemptState is what one attempt allocates: its ctx (the call's end and
 // the source's timeout), its hold and its response sink, together. It is
 // not pooled: a goroutine the attempt started may keep its ctx.
@@ -368,7 +394,7 @@ type attemptState struct {
 
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
-func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T], ar *attemptReport) (v T, class Class, err error) {
+func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport) (v T, class Class, err error) {
 	src := l.sources[t.Source]
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
@@ -406,7 +432,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
 		_ = t.Done(ctx, res)
 	}()
-	v, usage, err = attempt(actx, src, h)
+	v, usage, err = attempt.attempt(actx, src, h)
 	outcome = observe.OutcomeSuccess
 	if o, ok := err.(errs.Originer); ok {
 		// The error names where it came from when it ends the call.

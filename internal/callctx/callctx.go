@@ -39,7 +39,7 @@ type Ctx struct {
 	kid    *Ctx
 	kids   map[*Ctx]struct{} // children beyond the first (hedged attempts)
 	funcs  []hook            // AfterFunc registrations
-	funcs0 [2]hook           // their room: net/http registers one per request
+	funcs0 [1]hook           // their room: net/http registers one per request
 	nextID uint64
 	unhook func() bool // undoes the registration with a parent that is not a Ctx
 	alarm  *alarm
@@ -233,8 +233,10 @@ func (c *Ctx) cancel(err, cause error) {
 	if kid != nil {
 		kid.cancel(err, nil)
 	}
-	for k := range kids {
-		k.cancel(err, nil)
+	if kids != nil { // ranging over a nil map costs as much as the rest
+		for k := range kids {
+			k.cancel(err, nil)
+		}
 	}
 	for _, h := range funcs {
 		h.f()
