@@ -220,12 +220,12 @@ type legResult[T any] struct {
 // attemptOrRace runs the round's attempt on t: alone when the call does not
 // hedge, as a hedged race otherwise.
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
-	attempt attempter[T], rep *report, attempts *int) (T, Class, error) {
+	attempt attempter[T], rep *report, attempts *int, as *attemptState) (T, Class, error) {
 	if hc == nil {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
+		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
 	}
 	if _, ok := hc.h.delay(l.adm.Latency(), t.Source); !ok || hc.fired >= hc.h.max {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
+		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
 	}
 	stall.BeginAttempt()
 	defer stall.EndAttempt()

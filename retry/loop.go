@@ -310,7 +310,10 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		if attempts >= l.maxAttempts {
 			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
 		}
-		t, rej, err := call.Pick(ctx, estTokens)
+		// The attempt's state is allocated with its ticket, in one piece;
+		// a round that admits nothing drops it.
+		as := new(attemptState)
+		t, rej, err := call.PickInto(ctx, estTokens, &as.ticket)
 		if err != nil {
 			return zero, err
 		}
@@ -321,7 +324,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			continue
 		}
 		attempts++
-		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts)
+		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
 		switch class {
 		case Success:
 			l.deliveries.Mark(stall.lastEnd())
@@ -390,11 +393,12 @@ type attemptState struct {
 	ctx     callctx.Ctx
 	hold    hold
 	answers answers
+	ticket  admission.Ticket // filled by the round's PickInto
 }
 
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
-func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport) (v T, class Class, err error) {
+func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport, as *attemptState) (v T, class Class, err error) {
 	src := l.sources[t.Source]
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
@@ -402,7 +406,9 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	// One reading of the clock starts the attempt, its stall accounting
 	// and (on the wall clock) its deadline.
 	now := l.clock.Now()
-	as := &attemptState{}
+	if as == nil {
+		as = new(attemptState)
+	}
 	ac := &as.ctx
 	if _, wall := l.clock.(gate.SystemClock); wall {
 		ac.InitAt(ctx, now, src.Timeout)

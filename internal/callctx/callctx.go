@@ -32,12 +32,15 @@ type Ctx struct {
 	hasDone atomic.Bool // done is set: read it without the lock
 	ended   atomic.Bool // err is set
 
+	// kid is the usual one child (a call's attempt), registered and
+	// dropped without the lock; endedKid once c has ended.
+	kid atomic.Pointer[Ctx]
+
 	mu     sync.Mutex
 	done   chan struct{} // made on the first Done; closedchan once ended before that
 	err    error
-	own    any // a canceled *context.cancelCtx carrying our cause; nil: the parent's
-	kid    *Ctx
-	kids   map[*Ctx]struct{} // children beyond the first (hedged attempts)
+	own    any               // a canceled *context.cancelCtx carrying our cause; nil: the parent's
+	kids   map[*Ctx]struct{} // children beyond the one in kid (hedged attempts)
 	funcs  []hook            // AfterFunc registrations
 	funcs0 [1]hook           // their room: net/http registers one per request
 	nextID uint64
@@ -104,33 +107,19 @@ func (c *Ctx) InitAt(parent context.Context, now time.Time, timeout time.Duratio
 
 // attach makes c end with parent.
 func (c *Ctx) attach(parent context.Context) {
-	up, ok := parent.(*Ctx)
-	if ok {
+	if up, ok := parent.(*Ctx); ok {
 		// Registered directly: the parent's Done need not exist.
-		if up.addKid(c) {
-			c.up = up
-			return
-		}
-		c.cancel(parent.Err(), nil)
+		c.join(up, parent)
 		return
 	}
 	pdone := parent.Done()
 	if pdone == nil {
 		return // the parent never ends
 	}
-	if !ok {
-		// A Ctx wrapped in values (an observer's span) still ends c
-		// directly, when nothing in between ends on its own.
-		if v, _ := parent.Value(selfKey{}).(*Ctx); v != nil && v.Done() == pdone {
-			up, ok = v, true
-		}
-	}
-	if ok {
-		if up.addKid(c) {
-			c.up = up
-			return
-		}
-		c.cancel(parent.Err(), nil)
+	// A Ctx wrapped in values (an observer's span) still ends c directly,
+	// when nothing in between ends on its own.
+	if up, _ := parent.Value(selfKey{}).(*Ctx); up != nil && up.Done() == pdone {
+		c.join(up, parent)
 		return
 	}
 	select {
@@ -150,32 +139,44 @@ func (c *Ctx) attach(parent context.Context) {
 	c.mu.Unlock()
 }
 
+// join registers c with up, the Ctx that parent is or wraps, or ends c
+// when up has ended. c.up is set first: once registered, up's end may
+// reach c at any moment.
+func (c *Ctx) join(up *Ctx, parent context.Context) {
+	c.up = up
+	if !up.addKid(c) {
+		c.up = nil
+		c.cancel(parent.Err(), nil)
+	}
+}
+
+// endedKid fills the kid slot of an ended Ctx: no child registers there
+// after cancel emptied it.
+var endedKid = new(Ctx)
+
 // addKid registers k to end with c; false when c has ended already.
 func (c *Ctx) addKid(k *Ctx) bool {
+	if c.kid.CompareAndSwap(nil, k) {
+		return true // cancel swaps the slot after ending c: it finds k
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
+	if c.err != nil || c.kid.Load() == endedKid {
 		return false
 	}
-	switch {
-	case c.kid == nil:
-		c.kid = k
-	default:
-		if c.kids == nil {
-			c.kids = make(map[*Ctx]struct{})
-		}
-		c.kids[k] = struct{}{}
+	if c.kids == nil {
+		c.kids = make(map[*Ctx]struct{})
 	}
+	c.kids[k] = struct{}{}
 	return true
 }
 
 func (c *Ctx) dropKid(k *Ctx) {
-	c.mu.Lock()
-	if c.kid == k {
-		c.kid = nil
-	} else {
-		delete(c.kids, k)
+	if c.kid.CompareAndSwap(k, nil) {
+		return
 	}
+	c.mu.Lock()
+	delete(c.kids, k)
 	c.mu.Unlock()
 }
 
@@ -215,8 +216,8 @@ func (c *Ctx) cancel(err, cause error) {
 	} else {
 		close(c.done)
 	}
-	kid, kids, funcs := c.kid, c.kids, c.funcs
-	c.kid, c.kids, c.funcs = nil, nil, nil
+	kids, funcs := c.kids, c.funcs
+	c.kids, c.funcs = nil, nil
 	unhook, a, up := c.unhook, c.alarm, c.up
 	c.unhook, c.alarm = nil, nil
 	c.mu.Unlock()
@@ -230,10 +231,10 @@ func (c *Ctx) cancel(err, cause error) {
 	if up != nil {
 		up.dropKid(c)
 	}
-	if kid != nil {
+	if kid := c.kid.Swap(endedKid); kid != nil && kid != endedKid {
 		kid.cancel(err, nil)
 	}
-	if kids != nil { // ranging over a nil map costs as much as the rest
+	if len(kids) > 0 { // starting a range over a map costs more than the rest of this
 		for k := range kids {
 			k.cancel(err, nil)
 		}

@@ -114,7 +114,7 @@ func TestAStoppedChildLeavesItsParent(t *testing.T) {
 	b := New(call, time.Hour)
 	a.Stop()
 	b.Stop()
-	assert.Nil(t, call.kid)
+	assert.Nil(t, call.kid.Load())
 	assert.Empty(t, call.kids)
 	assert.NoError(t, call.Err(), "a child's end does not end its parent")
 }
@@ -189,4 +189,26 @@ func TestACtxUnderACtxStartsNoGoroutine(t *testing.T) {
 	}
 	call.Stop()
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before+1)
+}
+
+func TestChildrenRegisteringWhileTheParentEndsAllEnd(t *testing.T) {
+	for range 50 {
+		call := New(context.Background(), 0)
+		kids := make(chan *Ctx, 8)
+		start := make(chan struct{})
+		for range 8 {
+			go func() {
+				<-start
+				kids <- New(call, time.Hour)
+			}()
+		}
+		close(start)
+		call.Cancel(errBoom)
+		for range 8 {
+			k := <-kids
+			<-k.Done()
+			assert.Equal(t, errBoom, context.Cause(k))
+			k.Stop()
+		}
+	}
 }
