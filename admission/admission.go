@@ -375,7 +375,9 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			t = new(Ticket)
 		}
 		into = nil
-		*t = Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i}
+		// Field by field into zeroed memory: a struct assignment would
+		// copy the whole ticket under the GC's write barrier.
+		t.a, t.Source, t.Decision, t.Skipped, t.idx = a, name, d, rej, i
 		a.lat.begin(i)
 		if combined {
 			if !qd.Allowed {

@@ -136,13 +136,23 @@ func (l *Latency) observe(i int, d time.Duration, smooth bool, now time.Time) {
 	s := &l.src[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.decayed(now, l.tau)
+	// One exponential serves both the decay to now and the smoothing
+	// weight: they are the same factor (the decay stops at 1 when the
+	// clock did not move forward).
+	var cur, w float64
+	if s.measured {
+		el := float64(now.Sub(s.stamp))
+		w = math.Exp(-el / l.tau)
+		cur = s.cost
+		if el > 0 {
+			cur *= w
+		}
+	}
 	x := float64(d)
 	switch {
 	case !s.measured || x > cur:
 		s.cost = x
 	case smooth:
-		w := math.Exp(-float64(now.Sub(s.stamp)) / l.tau)
 		s.cost = cur*w + x*(1-w)
 	default:
 		s.cost = cur

@@ -95,6 +95,7 @@ type Loop struct {
 	tr          observe.ContextObserver
 	hedge       *hedging // nil: the scope does not hedge
 	hedgeObs    observe.HedgeObserver
+	wall        bool // clock is the system's: nowAfter may read the monotonic clock alone
 }
 
 // New builds the loop of cfg.Scope.
@@ -130,6 +131,7 @@ func New(cfg Config) (*Loop, error) {
 	if l.clock == nil {
 		l.clock = gate.SystemClock{}
 	}
+	_, l.wall = l.clock.(gate.SystemClock)
 	if l.sleep == nil {
 		l.sleep = admission.SleepContext
 	}
@@ -405,25 +407,25 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	// the call's own Ctx it registers directly, with no hook of its own.
 	// One reading of the clock starts the attempt, its stall accounting
 	// and (on the wall clock) its deadline.
-	now := l.clock.Now()
+	now := l.nowAfter(stall.begun)
 	if as == nil {
 		as = new(attemptState)
 	}
 	ac := &as.ctx
-	if _, wall := l.clock.(gate.SystemClock); wall {
+	if l.wall {
 		ac.InitAt(ctx, now, src.Timeout)
 	} else {
 		ac.Init(ctx, src.Timeout)
 	}
 	actx, heard := as.answers.listenOn(ac, l.adm, t.Source)
-	h := &as.hold
-	*h = hold{ticket: t, actx: ac, rep: ar, start: now}
+	h := &as.hold // zeroed: set field by field
+	h.ticket, h.actx, h.rep, h.start = t, ac, ar, now
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
 	var usage transport.Usage
 	outcome := observe.OutcomePanic // until the attempt returns
 	stall.beginAt(now)
 	defer func() {
-		end := l.clock.Now()
+		end := l.nowAfter(now)
 		stall.endAt(end)
 		heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
 		if h.kept {
@@ -475,6 +477,17 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		l.adm.HoldOff(t.Source, ra)
 	}
 	return zero, class, err
+}
+
+// nowAfter reads the loop's clock, knowing it read prev earlier in the
+// same call. On the system clock it then reads the monotonic clock alone,
+// half the cost of time.Now, and counts from prev: within a call the wall
+// clock's steps do not matter, and its durations are what they measure.
+func (l *Loop) nowAfter(prev time.Time) time.Time {
+	if l.wall {
+		return prev.Add(time.Since(prev))
+	}
+	return l.clock.Now()
 }
 
 // resultOf is the admission result of a failed attempt of class c: no tokens
