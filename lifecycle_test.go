@@ -130,3 +130,20 @@ func TestAPanickingAttemptGivesBackItsPermit(t *testing.T) {
 		})
 	}
 }
+
+func TestAGovernedCallAllocatesOnlyItselfAndItsAttempt(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector empties sync.Pools at random: allocation counts do not hold")
+	}
+	gw := benchGateway(t)
+	ctx := context.Background()
+	call := func() {
+		if _, err := pgw.Call(ctx, gw, "BENCH", noopAttempt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call()
+	// One allocation for the call (its ctx and its place among the live
+	// calls), one for its attempt (ctx, ticket, hold, response sink).
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, call), 2.0)
+}
