@@ -305,12 +305,15 @@ func (c *Ctx) SetValue(key, val any) { c.key, c.val = key, val }
 // AfterFunc is what the standard library's cancel contexts made under c
 // (net/http's, context.AfterFunc's) register with instead of starting a
 // goroutine that waits for Done: f runs once c ends, on the goroutine that
-// ends it, unless the returned stop is called first (it then reports true).
+// ends it (on a new one when c has ended already), unless the returned stop
+// is called first (it then reports true).
 func (c *Ctx) AfterFunc(f func()) func() bool {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		f()
+		// On a goroutine of its own, as context.AfterFunc does: the standard
+		// library registers while holding its child's lock, which f takes.
+		go f()
 		return func() bool { return false }
 	}
 	c.nextID++

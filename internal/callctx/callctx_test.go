@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,4 +212,20 @@ func TestChildrenRegisteringWhileTheParentEndsAllEnd(t *testing.T) {
 			k.Stop()
 		}
 	}
+}
+
+func TestAfterFuncOnAnEndedCtxRunsOutsideTheCallersLocks(t *testing.T) {
+	c := New(context.Background(), 0)
+	c.Stop()
+	var mu sync.Mutex
+	ran := make(chan struct{})
+	mu.Lock() // as the standard library holds its child's lock while registering
+	stop := c.AfterFunc(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(ran)
+	})
+	mu.Unlock()
+	<-ran
+	assert.False(t, stop())
 }
