@@ -57,6 +57,9 @@ type GatewayClient struct {
 	calls   sync.WaitGroup // calls and streams in flight
 	streams map[*Stream]struct{}
 
+	liveMu sync.Mutex
+	live   *call // the calls in flight, a doubly linked list: Close ends their ctx
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -457,6 +460,7 @@ func (g *GatewayClient) Close() error {
 		}
 		g.mu.Unlock()
 		g.kill(ErrClosed)
+		g.interruptCalls()
 		for _, s := range streams {
 			_ = s.Close()
 		}

@@ -3,7 +3,9 @@ package pgw
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
+
+	"github.com/pgw-go/pgw/internal/callctx"
 )
 
 // call is one governed call in flight, registered with its gateway so that
@@ -11,27 +13,38 @@ import (
 type call struct {
 	g      *GatewayClient
 	caller context.Context // the caller's ctx
-	ctx    context.Context // the call's: the caller's, also cancelled by Close
-	stop   func() bool
-	cancel context.CancelCauseFunc
-	once   sync.Once
+	ctx    context.Context // the call's: &cc
+	cc     callctx.Ctx     // the caller's ctx, also ended by Close (cause ErrClosed)
+	ended  atomic.Bool
+
+	prev, next *call // in the gateway's list of live calls (liveMu)
 }
 
-// enter registers a call, or returns ErrClosed.
+// enter registers a call, or returns ErrClosed. The call's ctx is one
+// allocation with the call: Close ends it through the gateway's list of live
+// calls rather than through a hook on the gateway's own context per call.
 func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	if ctx == nil {
 		return nil, errors.New("pgw: nil context")
 	}
+	c := &call{g: g, caller: ctx}
+	c.cc.Init(ctx, 0)
+	c.ctx = &c.cc
 	g.mu.RLock()
 	if g.closed {
 		g.mu.RUnlock()
+		c.cc.Stop()
 		return nil, ErrClosed
 	}
 	g.calls.Add(1)
+	g.liveMu.Lock()
+	c.next = g.live
+	if g.live != nil {
+		g.live.prev = c
+	}
+	g.live = c
+	g.liveMu.Unlock()
 	g.mu.RUnlock()
-	cctx, cancel := context.WithCancelCause(ctx)
-	c := &call{g: g, caller: ctx, ctx: cctx, cancel: cancel}
-	c.stop = context.AfterFunc(g.life, func() { cancel(ErrClosed) })
 	return c, nil
 }
 
@@ -39,12 +52,38 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 // interrupted the call.
 func (c *call) end(err error) error {
 	err = public(c.closedErr(err))
-	c.once.Do(func() {
-		c.stop()
-		c.cancel(nil)
-		c.g.calls.Done()
-	})
+	if c.ended.CompareAndSwap(false, true) {
+		g := c.g
+		g.liveMu.Lock()
+		if c.prev != nil {
+			c.prev.next = c.next
+		} else {
+			g.live = c.next
+		}
+		if c.next != nil {
+			c.next.prev = c.prev
+		}
+		c.prev, c.next = nil, nil
+		g.liveMu.Unlock()
+		c.cc.Stop()
+		g.calls.Done()
+	}
 	return err
+}
+
+// interruptCalls ends the ctx of every live call with ErrClosed; Close
+// calls it once closed is set, so no call registers after it. Ending a
+// ctx only wakes its call (nothing runs under liveMu but the list).
+func (g *GatewayClient) interruptCalls() {
+	var live []*call
+	g.liveMu.Lock()
+	for c := g.live; c != nil; c = c.next {
+		live = append(live, c)
+	}
+	g.liveMu.Unlock()
+	for _, c := range live {
+		c.cc.Cancel(ErrClosed)
+	}
 }
 
 // closedErr reports ErrClosed for an error of a call that Close interrupted

@@ -291,12 +291,17 @@ func memoReason(held bool) Reason {
 // Failure, a Fatal) is still being written is asked about only once it is
 // written (a wait bounded by ctx).
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
-	return a.pick(ctx, attemptFails, estTokens, nil)
+	return a.pick(ctx, attemptFails, estTokens, nil, nil)
 }
 
 // pick is Pick that passes over the sources in exclude without asking any
 // gate about them (a hedge's round skips the sources its call already runs).
-func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int, estTokens int64, exclude []string) (*Ticket, Rejections, error) {
+//
+// The ticket of the first source that gets one is into when into is not
+// nil, a new one otherwise; every later ticket of the round is new, so that
+// a ticket given back within the round (which a writer may still hold) is
+// never overwritten.
+func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int, estTokens int64, exclude []string, into *Ticket) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -366,7 +371,14 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			rej = a.reject(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
 			continue
 		}
-		t := &Ticket{a: a, Source: name, Decision: d, Skipped: rej, idx: i, paced: took.paced}
+		t := into
+		if t == nil {
+			t = new(Ticket)
+		}
+		into = nil
+		// Field by field into zeroed memory: a struct assignment would
+		// copy the whole ticket under the GC's write barrier.
+		t.a, t.Source, t.Decision, t.Skipped, t.idx, t.paced = a, name, d, rej, i, took.paced
 		a.lat.begin(i)
 		if combined {
 			if !qd.Allowed {

@@ -44,6 +44,13 @@ func (a *SourceAdmission) NewCall(stall StallBudget) *Call {
 	return &Call{a: a, stall: stall}
 }
 
+// Init starts c as NewCall does, for a Call that lives in a larger per-call
+// struct of its caller (or is reused for another call once the last one
+// is over): everything of a previous call is forgotten.
+func (c *Call) Init(a *SourceAdmission, stall StallBudget) {
+	*c = Call{a: a, stall: stall}
+}
+
 // Failed demotes source for the rest of the call: later rounds try it after
 // every source that has not failed (in-call demotion; every loop of package
 // retry calls it after a failed attempt).
@@ -57,7 +64,16 @@ func (c *Call) Failed(source string) {
 // Pick runs one admission round with the call's demotions; see
 // SourceAdmission.Pick. A ticket (or an error) after a wait ends the wait.
 func (c *Call) Pick(ctx context.Context, estTokens int64) (*Ticket, Rejections, error) {
-	t, rej, err := c.a.Pick(ctx, c.fails, estTokens)
+	return c.PickInto(ctx, estTokens, nil)
+}
+
+// PickInto is Pick for a caller that allocates its attempt's state in one
+// piece: the ticket it returns may be into (nil: always a new one). into
+// may be spent on a ticket the round gave back again, so a round that
+// returns no ticket, or one that is not into, leaves into unusable for
+// another round.
+func (c *Call) PickInto(ctx context.Context, estTokens int64, into *Ticket) (*Ticket, Rejections, error) {
+	t, rej, err := c.a.pick(ctx, c.fails, estTokens, nil, into)
 	if c.waiting {
 		switch {
 		case err != nil:
@@ -74,7 +90,7 @@ func (c *Call) Pick(ctx context.Context, estTokens int64) (*Ticket, Rejections, 
 // already run. It never waits and never ends a wait: a nil Ticket means no
 // other source may run now.
 func (c *Call) PickOther(ctx context.Context, estTokens int64, exclude []string) (*Ticket, Rejections, error) {
-	return c.a.pick(ctx, c.fails, estTokens, exclude)
+	return c.a.pick(ctx, c.fails, estTokens, exclude, nil)
 }
 
 // OnNoRunnable decides what the call does after a round that admitted no

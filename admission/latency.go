@@ -98,7 +98,15 @@ func (l *Latency) index(source string) int {
 // d is above it (the peak), smoothed otherwise — and its samples.
 func (l *Latency) Observe(source string, d time.Duration) {
 	if i := l.index(source); i >= 0 {
-		l.observe(i, d, true)
+		l.observe(i, d, true, l.clock.Now())
+	}
+}
+
+// ObserveAt is Observe for a caller that read the latency's clock at the
+// attempt's end, now, and so spares it another reading.
+func (l *Latency) ObserveAt(source string, d time.Duration, now time.Time) {
+	if i := l.index(source); i >= 0 {
+		l.observe(i, d, true, now)
 	}
 }
 
@@ -109,25 +117,42 @@ func (l *Latency) Observe(source string, d time.Duration) {
 // in the quantiles even when hedging cuts it short.
 func (l *Latency) ObserveBound(source string, d time.Duration) {
 	if i := l.index(source); i >= 0 {
-		l.observe(i, d, false)
+		l.observe(i, d, false, l.clock.Now())
 	}
 }
 
-func (l *Latency) observe(i int, d time.Duration, smooth bool) {
+// ObserveBoundAt is ObserveBound for a caller that read the latency's clock
+// at the attempt's end, now.
+func (l *Latency) ObserveBoundAt(source string, d time.Duration, now time.Time) {
+	if i := l.index(source); i >= 0 {
+		l.observe(i, d, false, now)
+	}
+}
+
+func (l *Latency) observe(i int, d time.Duration, smooth bool, now time.Time) {
 	if d < 0 {
 		d = 0
 	}
 	s := &l.src[i]
-	now := l.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.decayed(now, l.tau)
+	// One exponential serves both the decay to now and the smoothing
+	// weight: they are the same factor (the decay stops at 1 when the
+	// clock did not move forward).
+	var cur, w float64
+	if s.measured {
+		el := float64(now.Sub(s.stamp))
+		w = math.Exp(-el / l.tau)
+		cur = s.cost
+		if el > 0 {
+			cur *= w
+		}
+	}
 	x := float64(d)
 	switch {
 	case !s.measured || x > cur:
 		s.cost = x
 	case smooth:
-		w := math.Exp(-float64(now.Sub(s.stamp)) / l.tau)
 		s.cost = cur*w + x*(1-w)
 	default:
 		s.cost = cur

@@ -15,6 +15,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/fallback"
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	"github.com/failsafe-go/failsafe-go/timeout"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/pgw-go/pgw"
@@ -32,8 +33,10 @@ import (
 //   - failsafe: inside failsafe-go's executor with a circuit breaker;
 //   - failsafe-composed: inside failsafe-go composed of the policies pgw
 //     applies — a retry policy, a circuit breaker, a rate limiter (the
-//     source's RPM) and a bulkhead (its MAX_IN_FLIGHT), with a fallback to
-//     a second executor of the same kind (pgw's fail-over to another source).
+//     source's RPM), a bulkhead (its MAX_IN_FLIGHT) and a timeout per
+//     attempt (its TIMEOUT_S) under which the request runs, with a fallback
+//     to a second executor of the same kind (pgw's fail-over to another
+//     source).
 //
 // The request is the same function in every leaf, each leaf with its own
 // upstream and connection pool, so the differences are what each library
@@ -132,22 +135,26 @@ var overheadContenders = []struct {
 		}
 	}},
 	{"failsafe-composed", func(_ *testing.B, raw func(context.Context) error, _ *rawUpstream) func(context.Context) error {
+		// Innermost, a timeout per attempt (the source's TIMEOUT_S, which
+		// pgw puts on every attempt's ctx), and the request runs under the
+		// execution's ctx so that the timeout bounds it, as pgw's does.
 		policies := func() []failsafe.Policy[any] {
 			return []failsafe.Policy[any]{
 				retrypolicy.NewBuilder[any]().WithMaxRetries(2).Build(),
 				circuitbreaker.NewBuilder[any]().Build(),
 				ratelimiter.NewBurstyBuilder[any](10_000_000, time.Minute).Build(),
 				bulkhead.NewBuilder[any](1024).Build(),
+				timeout.New[any](10 * time.Second),
 			}
 		}
+		attempt := func(exec failsafe.Execution[any]) error { return raw(exec.Context()) }
 		second := failsafe.With[any](policies()...)
 		fb := fallback.NewWithFunc[any](func(exec failsafe.Execution[any]) (any, error) {
-			ctx := exec.Context()
-			return nil, second.WithContext(ctx).Run(func() error { return raw(ctx) })
+			return nil, second.WithContext(exec.Context()).RunWithExecution(attempt)
 		})
 		first := failsafe.With[any](append([]failsafe.Policy[any]{fb}, policies()...)...)
 		return func(ctx context.Context) error {
-			return first.WithContext(ctx).Run(func() error { return raw(ctx) })
+			return first.WithContext(ctx).RunWithExecution(attempt)
 		}
 	}},
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/internal/callctx"
+	"github.com/pgw-go/pgw/internal/respsink"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -15,8 +17,18 @@ import (
 // answers, read as they arrive (the transport's response sink) and applied
 // to the admission once the attempt returns.
 type answers struct {
-	mu  sync.Mutex
-	got []provider.RateLimits
+	adm    *admission.SourceAdmission
+	source string
+	mu     sync.Mutex
+	got    []provider.RateLimits
+}
+
+// Receive is the attempt's response sink (respsink.Receiver).
+func (an *answers) Receive(_ int, h http.Header) {
+	rl := an.adm.ReadAnswer(an.source, h) // an answer without figures counts too: the source is silent
+	an.mu.Lock()
+	an.got = append(an.got, rl)
+	an.mu.Unlock()
 }
 
 // listen installs the attempt's response sink on ctx when the admission
@@ -25,13 +37,23 @@ func listen(ctx context.Context, adm *admission.SourceAdmission, source string) 
 	if !adm.Advertising() {
 		return ctx, nil
 	}
-	an := &answers{}
-	return transport.WithResponseSink(ctx, func(_ int, h http.Header) {
-		rl := adm.ReadAnswer(source, h) // an answer without figures counts too: the source is silent
-		an.mu.Lock()
-		an.got = append(an.got, rl)
-		an.mu.Unlock()
-	}), an
+	an := &answers{adm: adm, source: source}
+	return transport.WithResponseSink(ctx, an.Receive), an
+}
+
+// listenOn is listen for an attempt's own Ctx with the answers it came
+// with: the Ctx itself carries the sink, unless one is installed above it
+// already (then the two are chained as WithResponseSink does).
+func (an *answers) listenOn(ac *callctx.Ctx, adm *admission.SourceAdmission, source string) (context.Context, *answers) {
+	if !adm.Advertising() {
+		return ac, nil
+	}
+	an.adm, an.source = adm, source
+	if ac.Value(respsink.Key{}) != nil {
+		return transport.WithResponseSink(ac, an.Receive), an
+	}
+	ac.SetValue(respsink.Key{}, an)
+	return ac, an
 }
 
 // applyTimeout bounds the budget refresh of an attempt whose caller is gone.

@@ -137,15 +137,20 @@ func (h *hold) firstChunk(l *Loop) {
 // time (unless its first chunk was noted already), a failure's time as a
 // lower bound. Cancellations and caller errors say nothing about speed.
 func (l *Loop) noteLatency(h *hold, outcome string) {
+	l.noteLatencyAt(h, outcome, l.clock.Now())
+}
+
+// noteLatencyAt is noteLatency for an attempt that ended at now.
+func (l *Loop) noteLatencyAt(h *hold, outcome string, now time.Time) {
 	if h.start.IsZero() || h.first {
 		return
 	}
-	d := l.clock.Now().Sub(h.start)
+	d := now.Sub(h.start)
 	switch outcome {
 	case observe.OutcomeSuccess:
-		l.adm.Latency().Observe(h.ticket.Source, d)
+		l.adm.Latency().ObserveAt(h.ticket.Source, d, now)
 	case observe.OutcomeFailure, observe.OutcomeFatal, observe.OutcomeThrottle:
-		l.adm.Latency().ObserveBound(h.ticket.Source, d)
+		l.adm.Latency().ObserveBoundAt(h.ticket.Source, d, now)
 	}
 }
 
@@ -215,12 +220,12 @@ type legResult[T any] struct {
 // attemptOrRace runs the round's attempt on t: alone when the call does not
 // hedge, as a hedged race otherwise.
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
-	attempt attemptFunc[T], rep *report, attempts *int) (T, Class, error) {
+	attempt attempter[T], rep *report, attempts *int, as *attemptState) (T, Class, error) {
 	if hc == nil {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
+		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
 	}
 	if _, ok := hc.h.delay(l.adm.Latency(), t.Source); !ok || hc.fired >= hc.h.max {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts))
+		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
 	}
 	stall.BeginAttempt()
 	defer stall.EndAttempt()
@@ -234,7 +239,7 @@ func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *h
 // gives back its admission as Released, whatever it would have become.
 // Attempts that fail while another runs are ordinary failed attempts; the
 // race ends with the last failure when none is left.
-func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attemptFunc[T], rep *report, attempts *int) (T, Class, error) {
+func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attempter[T], rep *report, attempts *int) (T, Class, error) {
 	var zero T
 	out := make(chan legResult[T], 1+hc.h.max)
 	var legs []*leg
@@ -395,7 +400,7 @@ func (l *Loop) wasted(rep *report, lg *leg, primary string) {
 // runLeg runs one attempt of a race on its own goroutine and delivers its
 // result, unless the race declared the leg lost first: then the leg gives
 // its admission back itself, Released.
-func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attemptFunc[T], out chan<- legResult[T]) {
+func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attempter[T], out chan<- legResult[T]) {
 	h := &hold{ticket: lg.t, cancel: lg.cancel, rep: lg.ar, start: l.clock.Now()}
 	r := legResult[T]{leg: lg, h: h, outcome: observe.OutcomePanic}
 	defer func() {
@@ -419,7 +424,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		}
 		giveBackLost(ctx, l, r)
 	}()
-	r.v, r.usage, r.err = attempt(actx, src, h)
+	r.v, r.usage, r.err = attempt.attempt(actx, src, h)
 	r.outcome = observe.OutcomeSuccess
 	if r.err == nil {
 		r.class = Success

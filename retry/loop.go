@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/callctx"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
@@ -93,6 +95,7 @@ type Loop struct {
 	tr          observe.ContextObserver
 	hedge       *hedging // nil: the scope does not hedge
 	hedgeObs    observe.HedgeObserver
+	wall        bool // clock is the system's: nowAfter may read the monotonic clock alone
 }
 
 // New builds the loop of cfg.Scope.
@@ -128,6 +131,7 @@ func New(cfg Config) (*Loop, error) {
 	if l.clock == nil {
 		l.clock = gate.SystemClock{}
 	}
+	_, l.wall = l.clock.(gate.SystemClock)
 	if l.sleep == nil {
 		l.sleep = admission.SleepContext
 	}
@@ -210,9 +214,7 @@ type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transpo
 // estTokens is reserved with the quota and settled to the attempt's usage. A
 // panic in fn gives back everything the attempt held and is re-raised.
 func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]) (T, error) {
-	return run(ctx, l, estTokens, l.demote, func(ctx context.Context, src config.Source, _ *hold) (T, transport.Usage, error) {
-		return fn(ctx, src)
-	})
+	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn))
 }
 
 // hold is what an attempt holds: its ticket and its ctx's cancel. An attempt
@@ -220,7 +222,8 @@ func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]
 // loop then neither gives the ticket back nor cancels the ctx.
 type hold struct {
 	ticket *admission.Ticket
-	cancel context.CancelFunc
+	cancel context.CancelFunc // nil: actx.Stop
+	actx   *callctx.Ctx
 	kept   bool
 	rep    *attemptReport // nil without an observer
 	start  time.Time      // when the attempt began
@@ -229,10 +232,31 @@ type hold struct {
 
 func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
 	h.kept = true
+	if h.cancel == nil {
+		h.cancel = h.actx.Stop
+	}
 	return h.ticket, h.cancel
 }
 
 type attemptFunc[T any] func(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
+
+// attempter is what the loop runs as an attempt. A func type is one
+// without allocating: a func value fits the interface as it is, where a
+// closure adapting Run's AttemptFunc would be allocated per call.
+type attempter[T any] interface {
+	attempt(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
+}
+
+func (f attemptFunc[T]) attempt(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error) {
+	return f(ctx, src, h)
+}
+
+// plainAttempt is Run's AttemptFunc, which takes no hold.
+type plainAttempt[T any] AttemptFunc[T]
+
+func (f plainAttempt[T]) attempt(ctx context.Context, src config.Source, _ *hold) (T, transport.Usage, error) {
+	return f(ctx, src)
+}
 
 // run is the one loop behind Run, Chat, Embed and OCR, with the call's
 // result reported to the observer (by the stream instead, when a chat stream
@@ -244,6 +268,11 @@ func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, atte
 // runOp is run for a call of operation op (observe.Operation…) asking for
 // model (empty: each source's), as the observer is told.
 func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
+	return runWith(ctx, l, op, model, estTokens, demote, attempt)
+}
+
+// runWith is runOp for any attempter.
+func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attempter[T]) (T, error) {
 	rep := l.newReport()
 	if rep == nil {
 		return rounds(ctx, l, estTokens, demote, attempt, nil)
@@ -264,11 +293,18 @@ func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int6
 }
 
 // rounds runs admission rounds and attempts until the call ends.
-func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attemptFunc[T], rep *report) (T, error) {
+func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attempter[T], rep *report) (T, error) {
 	var zero T
-	stall := NewStallClock(l.clock, l.window, &l.deliveries)
-	call := l.adm.NewCall(stall)
+	st := roundsPool.Get().(*roundState)
+	stall, call := &st.stall, &st.call
+	stall.start(l.clock, l.window, &l.deliveries, l.clock.Now())
+	call.Init(l.adm, stall)
 	hc := l.newHedgeCall(call, estTokens, demote)
+	if hc == nil {
+		// Without hedges nothing outlives the call's rounds: the next
+		// call reuses their state (start and Init overwrite it whole).
+		defer st.release()
+	}
 	attempts, failures := 0, 0
 	var last error
 	var failed map[string]string // source → class of its last failed attempt
@@ -276,7 +312,10 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		if attempts >= l.maxAttempts {
 			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
 		}
-		t, rej, err := call.Pick(ctx, estTokens)
+		// The attempt's state is allocated with its ticket, in one piece;
+		// a round that admits nothing drops it.
+		as := new(attemptState)
+		t, rej, err := call.PickInto(ctx, estTokens, &as.ticket)
 		if err != nil {
 			return zero, err
 		}
@@ -287,10 +326,10 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			continue
 		}
 		attempts++
-		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts)
+		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
 		switch class {
 		case Success:
-			l.deliveries.Mark(l.clock.Now())
+			l.deliveries.Mark(stall.lastEnd())
 			return v, nil
 		case CallerError, Canceled:
 			return zero, err
@@ -332,23 +371,62 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 	}
 }
 
+// roundState is a call's stall clock and admission call, one allocation
+// and pooled: both belong to the call's goroutine alone.
+type roundState struct {
+	stall StallClock
+	call  admission.Call
+}
+
+var roundsPool = sync.Pool{New: func() any { return new(roundState) }}
+
+// release pools st. The admission call is cleared, so that a pooled state
+// keeps no ctx of a call that ended while waiting; the stall clock points to
+// the loop's own clock and deliveries only.
+func (st *roundState) release() {
+	st.call.Init(nil, nil)
+	roundsPool.Put(st)
+}
+
+// attemptState is what one attempt allocates: its ctx (the call's end and
+// the source's timeout), its hold and its response sink, together. It is
+// not pooled: a goroutine the attempt started may keep its ctx.
+type attemptState struct {
+	ctx     callctx.Ctx
+	hold    hold
+	answers answers
+	ticket  admission.Ticket // filled by the round's PickInto
+}
+
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
-func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attemptFunc[T], ar *attemptReport) (v T, class Class, err error) {
+func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport, as *attemptState) (v T, class Class, err error) {
 	src := l.sources[t.Source]
 	ctx = ar.context(ctx)
-	actx, cancel := context.WithCancel(ctx)
-	if src.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, src.Timeout)
+	// One context carries the call's end and the source's timeout: under
+	// the call's own Ctx it registers directly, with no hook of its own.
+	// One reading of the clock starts the attempt, its stall accounting
+	// and (on the wall clock) its deadline.
+	now := l.nowAfter(stall.begun)
+	if as == nil {
+		as = new(attemptState)
 	}
-	actx, heard := listen(actx, l.adm, t.Source)
-	h := &hold{ticket: t, cancel: cancel, rep: ar, start: l.clock.Now()}
+	ac := &as.ctx
+	if l.wall {
+		ac.InitAt(ctx, now, src.Timeout)
+	} else {
+		ac.Init(ctx, src.Timeout)
+	}
+	actx, heard := as.answers.listenOn(ac, l.adm, t.Source)
+	h := &as.hold // zeroed: set field by field
+	h.ticket, h.actx, h.rep, h.start = t, ac, ar, now
 	res := admission.Result{Outcome: gate.Released, Tokens: 0}
 	var usage transport.Usage
 	outcome := observe.OutcomePanic // until the attempt returns
-	stall.BeginAttempt()
+	stall.beginAt(now)
 	defer func() {
-		stall.EndAttempt()
+		end := l.nowAfter(now)
+		stall.endAt(end)
 		heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
 		if h.kept {
 			// The stream reports its attempt, and the call, when it ends.
@@ -357,12 +435,12 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 			}
 			return
 		}
-		cancel()
-		l.noteLatency(h, outcome)
+		ac.Stop()
+		l.noteLatencyAt(h, outcome, end)
 		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
 		_ = t.Done(ctx, res)
 	}()
-	v, usage, err = attempt(actx, src, h)
+	v, usage, err = attempt.attempt(actx, src, h)
 	outcome = observe.OutcomeSuccess
 	if o, ok := err.(errs.Originer); ok {
 		// The error names where it came from when it ends the call.
@@ -399,6 +477,17 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		l.adm.HoldOff(t.Source, ra)
 	}
 	return zero, class, err
+}
+
+// nowAfter reads the loop's clock, knowing it read prev earlier in the
+// same call. On the system clock it then reads the monotonic clock alone,
+// half the cost of time.Now, and counts from prev: within a call the wall
+// clock's steps do not matter, and its durations are what they measure.
+func (l *Loop) nowAfter(prev time.Time) time.Time {
+	if l.wall {
+		return prev.Add(time.Since(prev))
+	}
+	return l.clock.Now()
 }
 
 // resultOf is the admission result of a failed attempt of class c: no tokens

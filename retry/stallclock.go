@@ -43,31 +43,54 @@ type StallClock struct {
 	clock     gate.Clock
 	window    time.Duration
 	scope     *Deliveries
-	start     time.Time
+	begun     time.Time
 	attempted time.Duration // closed attempts
 	since     time.Time     // start of the open attempt
+	ended     time.Time     // end of the last attempt
 	open      bool
 }
 
 // NewStallClock starts a call's stall clock now. window is STALL_WINDOW_S;
 // scope is the scope's Deliveries (nil: the call alone decides).
 func NewStallClock(clock gate.Clock, window time.Duration, scope *Deliveries) *StallClock {
-	return &StallClock{clock: clock, window: window, scope: scope, start: clock.Now()}
+	s := &StallClock{}
+	s.start(clock, window, scope, clock.Now())
+	return s
+}
+
+// start (re)starts s at now, as NewStallClock does.
+func (s *StallClock) start(clock gate.Clock, window time.Duration, scope *Deliveries, now time.Time) {
+	*s = StallClock{clock: clock, window: window, scope: scope, begun: now}
 }
 
 // BeginAttempt starts counting attempt time.
-func (s *StallClock) BeginAttempt() {
+func (s *StallClock) BeginAttempt() { s.beginAt(s.clock.Now()) }
+
+// beginAt is BeginAttempt for a caller that read the clock just now.
+func (s *StallClock) beginAt(now time.Time) {
 	if !s.open {
-		s.open, s.since = true, s.clock.Now()
+		s.open, s.since = true, now
 	}
 }
 
 // EndAttempt stops counting attempt time.
-func (s *StallClock) EndAttempt() {
+func (s *StallClock) EndAttempt() { s.endAt(s.clock.Now()) }
+
+// endAt is EndAttempt for a caller that read the clock just now.
+func (s *StallClock) endAt(now time.Time) {
 	if s.open {
 		s.open = false
-		s.attempted += s.clock.Now().Sub(s.since)
+		s.attempted += now.Sub(s.since)
+		s.ended = now
 	}
+}
+
+// lastEnd is when the last attempt ended: a success's delivery time.
+func (s *StallClock) lastEnd() time.Time {
+	if s.ended.IsZero() {
+		return s.clock.Now()
+	}
+	return s.ended
 }
 
 // StallTime is the call's time so far outside attempts.
@@ -77,7 +100,7 @@ func (s *StallClock) StallTime() time.Duration {
 	if s.open {
 		attempted += now.Sub(s.since)
 	}
-	return now.Sub(s.start) - attempted
+	return now.Sub(s.begun) - attempted
 }
 
 // Remaining is the stall time left in the window; ≤ 0 once it is spent.

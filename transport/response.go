@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"net/http"
+
+	"github.com/pgw-go/pgw/internal/respsink"
 )
 
 // ResponseSink receives the status and headers of every upstream HTTP
@@ -11,12 +13,12 @@ import (
 // returns and must be cheap.
 type ResponseSink func(status int, h http.Header)
 
-type sinkKey struct{}
+type sinkKey = respsink.Key
 
 // WithResponseSink returns a ctx whose attempts report every upstream
 // response to sink (after any sink already in ctx).
 func WithResponseSink(ctx context.Context, sink ResponseSink) context.Context {
-	if prev, ok := ctx.Value(sinkKey{}).(ResponseSink); ok && prev != nil {
+	if prev := sinkOf(ctx); prev != nil {
 		next := sink
 		sink = func(status int, h http.Header) {
 			prev(status, h)
@@ -31,7 +33,25 @@ func WithResponseSink(ctx context.Context, sink ResponseSink) context.Context {
 // once per response, before it reads the body, so that the gateway learns
 // what the provider said about its limits even from an answer that fails.
 func ObserveResponse(ctx context.Context, status int, h http.Header) {
-	if sink, ok := ctx.Value(sinkKey{}).(ResponseSink); ok && sink != nil {
-		sink(status, h)
+	switch s := ctx.Value(sinkKey{}).(type) {
+	case ResponseSink:
+		if s != nil {
+			s(status, h)
+		}
+	case respsink.Receiver:
+		s.Receive(status, h)
 	}
+}
+
+// sinkOf is the sink ctx carries, in either form, or nil.
+func sinkOf(ctx context.Context) ResponseSink {
+	switch s := ctx.Value(sinkKey{}).(type) {
+	case ResponseSink:
+		if s != nil {
+			return s
+		}
+	case respsink.Receiver:
+		return s.Receive
+	}
+	return nil
 }

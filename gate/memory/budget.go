@@ -53,7 +53,7 @@ type budgetWindow struct {
 // NewBudget returns an empty in-process budget gate.
 func NewBudget(opts ...Option) *Budget {
 	o := buildOptions(opts)
-	return &Budget{clock: o.clock, sources: map[string]*budgetSource{}}
+	return &Budget{clock: steadyClock(o.clock), sources: map[string]*budgetSource{}}
 }
 
 // roll moves w past its reset when now reached it.

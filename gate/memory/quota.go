@@ -54,7 +54,7 @@ func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
 		return nil, err
 	}
 	o := buildOptions(opts)
-	q := &Quota{clock: o.clock, sources: make(map[string]*quotaSource, len(limits))}
+	q := &Quota{clock: steadyClock(o.clock), sources: make(map[string]*quotaSource, len(limits))}
 	for name, l := range limits {
 		if l.Unlimited() {
 			continue

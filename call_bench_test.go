@@ -1,0 +1,60 @@
+package pgw_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/pgw-go/pgw"
+)
+
+// benchGateway is the memory-backend gateway of bench/'s GovernedCall: one
+// source with an RPM quota and MAX_IN_FLIGHT, no observer, a quiet logger.
+func benchGateway(tb testing.TB) *pgw.GatewayClient {
+	tb.Helper()
+	s := pgw.Settings{Scopes: []pgw.ScopeSettings{{
+		Name: "BENCH",
+		Sources: []pgw.Source{{
+			Name: "up", BaseURL: "http://127.0.0.1:1", Timeout: 10 * time.Second,
+			RPM: 10_000_000, MaxInFlight: 1024,
+		}},
+	}}}
+	gw, err := pgw.New(context.Background(), s, pgw.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = gw.Close() })
+	return gw
+}
+
+func noopAttempt(context.Context, pgw.Source) (struct{}, pgw.Usage, error) {
+	return struct{}{}, pgw.Usage{}, nil
+}
+
+// BenchmarkCallOverhead is pgw.Call around an attempt that does nothing:
+// the library's own cost per call, free of any upstream's noise (bench/'s
+// GovernedCall measures the same around a loopback HTTP call).
+func BenchmarkCallOverhead(b *testing.B) {
+	gw := benchGateway(b)
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := pgw.Call(ctx, gw, "BENCH", noopAttempt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := pgw.Call(ctx, gw, "BENCH", noopAttempt); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pgw_test
+
+const raceEnabled = false
