@@ -175,13 +175,12 @@ local function acquire(hkey, lkey, argv, off)
   end
   if q.max_in_flight > 0 then
     -- Expired leases matter only at the limit: below it the count, which
-    -- may include some, is no more than the limit allows anyway. The
-    -- set's TTL bounds how long expired members linger. A lease is alive
-    -- while now < expiry.
-    -- The set is only counted here; expired leases are removed after the
-    -- new lease is added (commit_acquire), or on a rejection, when live
-    -- ones remain: a script never touches a set it emptied, which Redis
-    -- deletes (see common.lua's rule).
+    -- may include some, is no more than the limit allows anyway, and the
+    -- set's TTL bounds how long they linger. A lease is alive while now <
+    -- expiry. The set is only counted here; expired leases are removed
+    -- after the new lease is added (commit_acquire), or on a rejection,
+    -- when live ones remain: a script never touches a set it emptied,
+    -- which Redis deletes (see common.lua's rule).
     local n = redis.call('ZCARD', lkey)
     if n >= q.max_in_flight then
       local expired = redis.call('ZCOUNT', lkey, '-inf', int(now))
