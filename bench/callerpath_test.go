@@ -90,27 +90,9 @@ func BenchmarkRedisGovernedCallerPath(b *testing.B) {
 	client := startRedis(b)
 	trips := &pathCounter{}
 	client.AddHook(trips)
-	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := admission.NewWriter(admission.WriterConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: rb, Quota: rq, Logger: discardLogger, Writer: w})
-	if err != nil {
-		b.Fatal(err)
-	}
-	attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
-		return "ok", transport.Usage{TotalTokens: 7}, nil
-	}
+	call, flush := retryRunCall(b, client, 7)
 	ctx := b.Context()
-	if _, err := retry.Run(ctx, loop, 10, attempt); err != nil { // warm: scripts loaded, connections pooled
+	if err := call(ctx); err != nil { // warm: scripts loaded, connections pooled
 		b.Fatal(err)
 	}
 	// PING in the same run, on the same server and in the same state of the
@@ -141,7 +123,7 @@ func BenchmarkRedisGovernedCallerPath(b *testing.B) {
 	b.ResetTimer()
 	blockStart := time.Now()
 	for b.Loop() {
-		if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+		if err := call(ctx); err != nil {
 			b.Fatal(err)
 		}
 		governed++
@@ -157,9 +139,7 @@ func BenchmarkRedisGovernedCallerPath(b *testing.B) {
 		pingTime, pings = ping(), pingBlock
 	}
 	b.StopTimer()
-	if err := w.Close(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	flush()
 	n := float64(b.N)
 	// -1: CONFIG RESETSTAT is not a call's; the PINGs are not either.
 	b.ReportMetric(float64(trips.caller.Load()-1-int64(pings))/n, "callerroundtrips/call")
