@@ -72,8 +72,10 @@ func WithHTTPClient(hc *http.Client) Option {
 // WithRedisClient makes the redis backends use c (a single node, a cluster
 // or a sentinel-backed client) instead of a client built from
 // PGW_REDIS_URL / PGW_REDIS_CLUSTER_ADDRS. The gateway does not close c.
-// Scripts are not idempotent: give c MaxRetries -1 for at-most-once gate
-// operations (the client the gateway builds itself has it).
+// The gate scripts are sent at most once whatever c's retry settings (a
+// script is not idempotent); give c ContextTimeoutEnabled so that the
+// caller's deadline bounds every gate operation, as the client the gateway
+// builds itself does.
 func WithRedisClient(c goredis.UniversalClient) Option {
 	return func(o *options) { o.redis = c }
 }
