@@ -20,12 +20,15 @@ SDK_GO = cd examples/sdk && GOFLAGS="-mod=mod $$GOFLAGS" $(GO)
 .PHONY: test demo demo-tools demo-otel bench lint cover soak soak-short
 
 ## test: vet bench/ (its own module, so it must at least compile), then run
-## every test of the root module under the race detector, then the SDK
+## every test of the root module under the race detector, then the
+## allocation bounds (the race detector empties sync.Pools, so those tests
+## skip under it and run once more without it), then the SDK
 ## examples' tests (examples/sdk, its own module). bench/ holds no
 ## tests that run here: its benchmarks are for `make bench`.
 test:
 	$(BENCH_GO) vet ./...
 	$(GO) test -race ./...
+	$(GO) test -count=1 -run 'Allocates' .
 	$(OTEL_GO) test -race ./...
 	$(SDK_GO) test -race ./...
 
