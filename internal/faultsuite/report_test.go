@@ -1,9 +1,13 @@
 package faultsuite
 
 import (
+	"context"
+	"errors"
+	"net"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -61,20 +65,42 @@ func TestLostHookSortsGateScriptsByKeys(t *testing.T) {
 		return append(out, args...)
 	}
 	var h lostHook
-	h.count(evalsha([]string{"p:{chat:a}:quota", "p:{chat:a}:inflight"}, make([]any, 10)...))
-	h.count(evalsha([]string{"p:{chat:a}:inflight"}, "id"))
-	h.count(evalsha([]string{"p:{chat:a}:cb", "p:{chat:a}:probes"}, policy...))
-	h.count(evalsha([]string{"p:{chat:a}:cb", "p:{chat:a}:probes"}, append(policy, 1, 2, 3, 4)...))
-	h.count(evalsha([]string{"p:{chat:a}:quota"}, 1, 2, 3, 4))
-	h.count([]any{"ping"})
+	h.count(evalsha([]string{"p:{chat:a}:quota", "p:{chat:a}:inflight"}, make([]any, 10)...), true)
+	h.count(evalsha([]string{"p:{chat:a}:inflight"}, "id"), true)
+	h.count(evalsha([]string{"p:{chat:a}:cb", "p:{chat:a}:probes"}, policy...), true)
+	h.count(evalsha([]string{"p:{chat:a}:cb", "p:{chat:a}:probes"}, append(policy, 1, 2, 3, 4)...), true)
+	h.count(evalsha([]string{"p:{chat:a}:quota"}, 1, 2, 3, 4), true)
+	h.count([]any{"ping"}, true)
 	assert.Equal(t, LostReplies{Acquire: 1, Release: 1, TryEnter: 1, Record: 1, Other: 2}, h.counts())
 
 	// The combined scripts: an admission may hold both leases, a
 	// conclusion may have freed neither.
 	all := []string{"p:{chat:a}:cb", "p:{chat:a}:probes", "p:{chat:a}:quota", "p:{chat:a}:inflight"}
 	var c lostHook
-	c.count(evalsha(all, make([]any, admitArgs)...))
-	c.count(evalsha(all, make([]any, concludeArgs)...))
-	c.count(evalsha(append(all, "p:{chat:a}:advertised"), make([]any, admitArgs)...)) // with the budget's take
+	c.count(evalsha(all, make([]any, admitArgs)...), true)
+	c.count(evalsha(all, make([]any, concludeArgs)...), true)
+	c.count(evalsha(append(all, "p:{chat:a}:advertised"), make([]any, admitArgs)...), true) // with the budget's take
 	assert.Equal(t, LostReplies{Acquire: 2, Release: 1, TryEnter: 2, Record: 1}, c.counts())
+
+	// A command that never left counts only when it would have given a
+	// lease back: the lease it would have freed stays.
+	var u lostHook
+	u.count(evalsha([]string{"p:{chat:a}:quota", "p:{chat:a}:inflight"}, make([]any, 10)...), false)
+	u.count(evalsha([]string{"p:{chat:a}:cb", "p:{chat:a}:probes"}, policy...), false)
+	u.count(evalsha(all, make([]any, admitArgs)...), false)
+	u.count([]any{"ping"}, false)
+	u.count(evalsha([]string{"p:{chat:a}:inflight"}, "id"), false)
+	u.count(evalsha([]string{"p:{chat:a}:cb", "p:{chat:a}:probes"}, append(policy, 1, 2, 3, 4)...), false)
+	u.count(evalsha(all, make([]any, concludeArgs)...), false)
+	assert.Equal(t, LostReplies{Release: 2, Record: 2}, u.counts())
+}
+
+func TestNeverSentIsADialOrPoolFailure(t *testing.T) {
+	assert.True(t, neverSent(&net.OpError{Op: "dial", Err: errors.New("refused")}))
+	assert.True(t, neverSent(goredis.ErrPoolTimeout))
+	assert.True(t, neverSent(goredis.ErrClosed))
+	assert.False(t, neverSent(nil))
+	assert.False(t, neverSent(goredis.Nil))
+	assert.False(t, neverSent(&net.OpError{Op: "read", Err: errors.New("reset")}), "a read error may hide a script that ran")
+	assert.False(t, neverSent(context.DeadlineExceeded))
 }

@@ -109,7 +109,12 @@ func (h logHandler) WithGroup(string) slog.Handler      { return h }
 
 // lostHook counts gate scripts whose reply was lost: sent (or maybe sent) to
 // Redis, answered by a network error or a read timeout instead of a reply.
-// Such a script may or may not have run. Safe for concurrent use.
+// Such a script may or may not have run. It also counts the give-backs
+// (Release, Record, a conclusion) that never left — a failed dial, no
+// connection from the pool — since the lease they would have freed stays
+// too: under fail_open the failover gates report such a give-back as done
+// (Redis is down; the lease expires by itself), so nothing else counts it.
+// Safe for concurrent use.
 type lostHook struct {
 	acquire, release, tryEnter, record, other atomic.Int64
 }
@@ -121,8 +126,8 @@ func (h *lostHook) DialHook(next goredis.DialHook) goredis.DialHook { return nex
 func (h *lostHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
 		err := next(ctx, cmd)
-		if replyLost(err) {
-			h.count(cmd.Args())
+		if lost := replyLost(err); lost || neverSent(err) {
+			h.count(cmd.Args(), lost)
 		}
 		return err
 	}
@@ -132,8 +137,8 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, c := range cmds {
-			if replyLost(c.Err()) {
-				h.count(c.Args()) // the writer's conclusions, RetryAfter's reads
+			if lost := replyLost(c.Err()); lost || neverSent(c.Err()) {
+				h.count(c.Args(), lost) // the writer's conclusions, RetryAfter's reads
 			}
 		}
 		return err
@@ -145,10 +150,15 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 // Release the in-flight set alone; a breaker script with the policy's 3
 // arguments is a TryEnter (or a Snapshot, which workers do not call), with
 // 7 (the policy, outcome and the decision's three) a Record.
-func (h *lostHook) count(args []any) {
+//
+// sent is false for a command that never left: only a give-back counts
+// then (an Acquire or TryEnter that never ran took nothing).
+func (h *lostHook) count(args []any, sent bool) {
 	name, _ := args[0].(string)
 	if len(args) < 4 || !strings.HasPrefix(strings.ToLower(name), "eval") {
-		h.other.Add(1)
+		if sent {
+			h.other.Add(1)
+		}
 		return
 	}
 	n := 0
@@ -165,6 +175,8 @@ func (h *lostHook) count(args []any) {
 	}
 	rest := len(args) - 3 - n
 	switch {
+	case !sent && !giveBack(keys, rest):
+		// Never ran, and it would have taken, not freed: nothing is left.
 	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:quota") && strings.HasSuffix(keys[1], "}:inflight"):
 		h.acquire.Add(1)
 	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
@@ -189,6 +201,20 @@ func (h *lostHook) count(args []any) {
 	}
 }
 
+// giveBack reports whether a gate script of these keys and this many
+// arguments frees a lease: a Release, a Record or a conclusion.
+func giveBack(keys []string, rest int) bool {
+	switch {
+	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
+		return true
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == policyArgs+4:
+		return true
+	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == concludeArgs:
+		return true
+	}
+	return false
+}
+
 // The argument counts of the breaker scripts (gate/redis lua/common.lua):
 // the policy's 3 (key TTL, window width, the rest in one), then for the
 // combined scripts (admit.go and conclude.go) the admission's 10 (rates,
@@ -203,6 +229,19 @@ const (
 func (h *lostHook) counts() LostReplies {
 	return LostReplies{Acquire: h.acquire.Load(), Release: h.release.Load(), TryEnter: h.tryEnter.Load(),
 		Record: h.record.Load(), Other: h.other.Load()}
+}
+
+// neverSent reports whether err says the command never reached Redis: a
+// failed dial, no connection from the pool, a closed client.
+func neverSent(err error) bool {
+	if err == nil || errors.Is(err, goredis.Nil) {
+		return false
+	}
+	if errors.Is(err, goredis.ErrClosed) || errors.Is(err, goredis.ErrPoolTimeout) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // replyLost reports whether err may hide a command that ran: not a reply
