@@ -11,11 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pgw-go/pgw/admission"
-	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
-	"github.com/pgw-go/pgw/gate/redis"
-	"github.com/pgw-go/pgw/retry"
-	"github.com/pgw-go/pgw/transport"
 )
 
 // pathCounter counts the round trips a governed call sends, split into those
@@ -90,7 +86,7 @@ func BenchmarkRedisGovernedCallerPath(b *testing.B) {
 	client := startRedis(b)
 	trips := &pathCounter{}
 	client.AddHook(trips)
-	call, flush := retryRunCall(b, client, 7)
+	call, flush := retryRunCall(b, client, 7, callLimits)
 	ctx := b.Context()
 	if err := call(ctx); err != nil { // warm: scripts loaded, connections pooled
 		b.Fatal(err)
@@ -189,27 +185,11 @@ func BenchmarkRedisGovernedSaturation(b *testing.B) {
 	client := startRedis(b)
 	trips := &pathCounter{}
 	client.AddHook(trips)
-	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 24, TPM: 1 << 26, MaxInFlight: 1024}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := admission.NewWriter(admission.WriterConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	loop, err := retry.New(retry.Config{Scope: scope(config.ModeFailFast), Breaker: rb, Quota: rq, Logger: discardLogger, Writer: w})
-	if err != nil {
-		b.Fatal(err)
-	}
-	attempt := func(context.Context, config.Source) (string, transport.Usage, error) {
-		return "ok", transport.Usage{TotalTokens: 7}, nil
-	}
+	// More room than callLimits: at saturation a minute's RPM of 1<<20
+	// would be spent, and 32 goroutines share the in-flight slots.
+	call, flush := retryRunCall(b, client, 7, gate.Limits{RPM: 1 << 24, TPM: 1 << 26, MaxInFlight: 1024})
 	ctx := b.Context()
-	if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+	if err := call(ctx); err != nil {
 		b.Fatal(err)
 	}
 	if err := client.ConfigResetStat(ctx).Err(); err != nil {
@@ -221,16 +201,14 @@ func BenchmarkRedisGovernedSaturation(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := retry.Run(ctx, loop, 10, attempt); err != nil {
+			if err := call(ctx); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
 	b.StopTimer()
-	if err := w.Close(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	flush()
 	n := float64(b.N)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "calls/s")
 	b.ReportMetric(float64(trips.caller.Load()-1)/n, "callerroundtrips/call")

@@ -89,7 +89,7 @@ func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
 			if c.name == "pgw.Call" {
 				call, flush = redisCall(b, client)
 			} else {
-				call, flush = retryRunCall(b, client, c.tokens)
+				call, flush = retryRunCall(b, client, c.tokens, callLimits)
 			}
 			ctx := b.Context()
 			if err := call(ctx); err != nil { // warm: scripts loaded, connections pooled
@@ -119,15 +119,18 @@ func BenchmarkRedisRoundTripsPerGovernedCall(b *testing.B) {
 	}
 }
 
+// callLimits are the quota limits retryRunCall's source gets by default.
+var callLimits = gate.Limits{RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}
+
 // retryRunCall is one governed retry.Run on client's Redis (breaker and
-// quota with RPM, TPM and MaxInFlight, the outcome writer) whose attempt
-// reports tokens, and a flush of the writer.
-func retryRunCall(b *testing.B, client *goredis.Client, tokens int) (func(context.Context) error, func()) {
+// quota with the limits given, the outcome writer) whose attempt reports
+// tokens, and a flush of the writer.
+func retryRunCall(b *testing.B, client *goredis.Client, tokens int, limits gate.Limits) (func(context.Context) error, func()) {
 	rb, err := redis.NewBreaker(client, "bench", gate.Policy{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": {RPM: 1 << 20, TPM: 1 << 24, MaxInFlight: 64}})
+	rq, err := redis.NewQuota(client, "bench", map[string]gate.Limits{"s": limits})
 	if err != nil {
 		b.Fatal(err)
 	}
