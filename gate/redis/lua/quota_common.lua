@@ -23,63 +23,61 @@
 -- changed limit rescales the level instead of misreading it.
 
 
--- bucket reads one bucket (fields prefix..'l', 's', 'u') with its rate.
-local function bucket(raw, off, drain, unit, cap)
-  local b = {
-    level = tonumber(raw[off]) or 0,
-    stamp = tonumber(raw[off + 1]) or 0,
-    drain = drain, unit = unit, cap = cap,
-  }
-  local stored = tonumber(raw[off + 2])
-  -- A unit already stored is not written again (each field written costs).
-  b.unit_stored = stored == unit
-  if stored and stored ~= unit and b.level > 0 then
-    -- The limit changed: same share of the allowance, new units.
-    b.level = math.min(math.ceil(b.level / stored * unit), 2 * cap)
+-- A bucket is handled as plain numbers — level (scaled units), stamp (server
+-- µs), and the rate's drain, unit and capacity — never as a table: these
+-- scripts run on every call, and each table is an allocation the server's
+-- Lua must also collect.
+
+-- rescaled is a stored level in the units of the current limit: a changed
+-- limit keeps the same share of the allowance in the new units. stored is
+-- the unit stored beside the level (nil: none).
+local function rescaled(level, stored, unit, cap)
+  if stored and stored ~= unit and level > 0 then
+    return math.min(math.ceil(level / stored * unit), 2 * cap)
   end
-  return b
+  return level
 end
 
--- drain brings b to now. A server clock stepping back refills nothing.
--- elapsed·drain may exceed 2^53 only when it exceeds any level (< 2^52),
--- so the comparison stays right even then.
-local function drain(b, now)
-  if now <= b.stamp then
-    return
+-- drained is a bucket's level and stamp brought to now. A server clock
+-- stepping back refills nothing. elapsed·drain may exceed 2^53 only when it
+-- exceeds any level (< 2^52), so the comparison stays right even then.
+local function drained(level, stamp, drain, now)
+  if now <= stamp then
+    return level, stamp
   end
-  local gone = (now - b.stamp) * b.drain
-  b.stamp = now
-  if gone >= b.level then
-    b.level = 0
-  else
-    b.level = b.level - gone
+  local gone = (now - stamp) * drain
+  if gone >= level then
+    return 0, now
   end
+  return level - gone, now
 end
 
--- wait is 0 when cost fits, else the whole µs until it does: the least w with
--- level − w·drain + cost ≤ cap. The quotient is corrected by integer checks
--- so that no rounding of the division can make it one µs short or long.
-local function wait(b, cost)
-  local need = b.level + cost - b.cap
+-- wait is 0 when cost fits a bucket at level, else the whole µs until it
+-- does: the least w with level − w·drain + cost ≤ cap. The quotient is
+-- corrected by integer checks so that no rounding of the division can make
+-- it one µs short or long.
+local function wait(level, cost, drain, cap)
+  local need = level + cost - cap
   if need <= 0 then
     return 0
   end
-  local w = math.ceil(need / b.drain)
-  while w * b.drain < need do
+  local w = math.ceil(need / drain)
+  while w * drain < need do
     w = w + 1
   end
-  while w > 1 and (w - 1) * b.drain >= need do
+  while w > 1 and (w - 1) * drain >= need do
     w = w - 1
   end
   return w
 end
 
--- ms_to_empty is how long until b holds nothing: the TTL its fields need.
-local function ms_to_empty(b)
-  if b.drain <= 0 or b.level <= 0 then
+-- ms_to_empty is how long until a bucket at level holds nothing: the TTL
+-- its fields need.
+local function ms_to_empty(level, drain)
+  if drain <= 0 or level <= 0 then
     return 0
   end
-  return math.ceil(b.level / b.drain / 1000)
+  return math.ceil(level / drain / 1000)
 end
 
 -- HASH_SLACK_MS is how much longer than its buckets need a refreshed hash
@@ -107,24 +105,28 @@ end
 local function settle(key, drain_, unit, cap, delta)
   local now = now_us()
   local raw = redis.call('HMGET', key, 'tl', 'ts', 'tu', 'qx')
-  local tpm = bucket(raw, 1, drain_, unit, cap)
-  drain(tpm, now)
-  tpm.level = math.min(math.max(tpm.level + delta * tpm.unit, 0), 2 * tpm.cap)
+  local stored = tonumber(raw[3])
+  local level, stamp = drained(rescaled(tonumber(raw[1]) or 0, stored, unit, cap), tonumber(raw[2]) or 0, drain_, now)
+  level = math.min(math.max(level + delta * unit, 0), 2 * cap)
   -- The RPM fields may need longer than the TPM ones: never shorten the TTL.
-  local qx = hash_expiry(now, tonumber(raw[4]), ms_to_empty(tpm) + 1000)
-  local fields = { 'tl', int(tpm.level), 'ts', int(tpm.stamp) }
-  if not tpm.unit_stored then
-    fields[5], fields[6] = 'tu', int(tpm.unit)
+  local qx = hash_expiry(now, tonumber(raw[4]), ms_to_empty(level, drain_) + 1000)
+  if stored == unit and not qx then
+    redis.call('HSET', key, 'tl', int(level), 'ts', int(stamp))
+  else
+    local fields = { 'tl', int(level), 'ts', int(stamp) }
+    if stored ~= unit then
+      fields[5], fields[6] = 'tu', int(unit)
+    end
+    if qx then
+      fields[#fields + 1] = 'qx'
+      fields[#fields + 1] = int(qx)
+    end
+    redis.call('HSET', key, unpack(fields))
+    if qx then
+      redis.call('PEXPIRE', key, int(math.ceil((qx - now) / 1000)))
+    end
   end
-  if qx then
-    fields[#fields + 1] = 'qx'
-    fields[#fields + 1] = int(qx)
-  end
-  redis.call('HSET', key, unpack(fields))
-  if qx then
-    redis.call('PEXPIRE', key, int(math.ceil((qx - now) / 1000)))
-  end
-  return int(tpm.level)
+  return int(level)
 end
 
 -- acquire decides QuotaGate.Acquire on hkey (the bucket hash) and lkey (the
@@ -140,10 +142,18 @@ local function acquire(hkey, lkey, argv, off)
   if argv[off + 1] ~= '0' or argv[off + 4] ~= '0' then
     raw = redis.call('HMGET', hkey, 'rl', 'rs', 'ru', 'tl', 'ts', 'tu', 'qx', 'ix')
   end
+  local rd, ru, rc = tonumber(argv[off + 1]), tonumber(argv[off + 2]), tonumber(argv[off + 3])
+  local td, tu, tc = tonumber(argv[off + 4]), tonumber(argv[off + 5]), tonumber(argv[off + 6])
+  local rstored, tstored = tonumber(raw[3]), tonumber(raw[6])
+  -- rl rs, tl ts: each bucket's level and stamp; ru_stored, tu_stored: its
+  -- unit is stored already (each field written costs, so it is not written
+  -- again).
   local q = {
     now = now,
-    rpm = bucket(raw, 1, tonumber(argv[off + 1]), tonumber(argv[off + 2]), tonumber(argv[off + 3])),
-    tpm = bucket(raw, 4, tonumber(argv[off + 4]), tonumber(argv[off + 5]), tonumber(argv[off + 6])),
+    rl = rescaled(tonumber(raw[1]) or 0, rstored, ru, rc), rs = tonumber(raw[2]) or 0,
+    rd = rd, ru = ru, rc = rc, ru_stored = rstored == ru,
+    tl = rescaled(tonumber(raw[4]) or 0, tstored, tu, tc), ts = tonumber(raw[5]) or 0,
+    td = td, tu = tu, tc = tc, tu_stored = tstored == tu,
     max_in_flight = tonumber(argv[off + 7]),
     lease = tonumber(argv[off + 8]),
     est = tonumber(argv[off + 9]),
@@ -152,21 +162,20 @@ local function acquire(hkey, lkey, argv, off)
     ix = tonumber(raw[8]),
     ok = false,
   }
-  local rpm, tpm = q.rpm, q.tpm
   -- at: the µs from which the rate limits admit (0: now).
   local at, limit = 0, 0
-  if rpm.drain > 0 then
-    drain(rpm, now)
-    local w = wait(rpm, rpm.unit)
+  if rd > 0 then
+    q.rl, q.rs = drained(q.rl, q.rs, rd, now)
+    local w = wait(q.rl, ru, rd, rc)
     if w > 0 then
-      at, limit = rpm.stamp + w, 1
+      at, limit = q.rs + w, 1
     end
   end
-  if tpm.drain > 0 then
-    drain(tpm, now)
-    local w = wait(tpm, q.est * tpm.unit)
-    if w > 0 and tpm.stamp + w > at then
-      at, limit = tpm.stamp + w, 2
+  if td > 0 then
+    q.tl, q.ts = drained(q.tl, q.ts, td, now)
+    local w = wait(q.tl, q.est * tu, td, tc)
+    if w > 0 and q.ts + w > at then
+      at, limit = q.ts + w, 2
     end
   end
   if at > 0 then
@@ -203,49 +212,62 @@ end
 -- commit_acquire writes the reservation acquire decided: the buckets'
 -- levels and the in-flight lease, with the TTLs each key needs.
 local function commit_acquire(hkey, lkey, q)
-  local rpm, tpm, now = q.rpm, q.tpm, q.now
-  local fields = {}
+  local now = q.now
+  local has_r, has_t = q.rd > 0, q.td > 0
   local need = 0
-  if rpm.drain > 0 then
-    rpm.level = rpm.level + rpm.unit
-    fields[1], fields[2], fields[3], fields[4] = 'rl', int(rpm.level), 'rs', int(rpm.stamp)
-    if not rpm.unit_stored then
-      fields[5], fields[6] = 'ru', int(rpm.unit)
-    end
-    need = math.max(need, ms_to_empty(rpm))
+  if has_r then
+    q.rl = q.rl + q.ru
+    need = ms_to_empty(q.rl, q.rd)
   end
-  if tpm.drain > 0 then
-    tpm.level = tpm.level + q.est * tpm.unit
-    local n = #fields
-    fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = 'tl', int(tpm.level), 'ts', int(tpm.stamp)
-    if not tpm.unit_stored then
-      fields[n + 5], fields[n + 6] = 'tu', int(tpm.unit)
-    end
-    need = math.max(need, ms_to_empty(tpm))
+  if has_t then
+    q.tl = q.tl + q.est * q.tu
+    need = math.max(need, ms_to_empty(q.tl, q.td))
   end
   -- The lease set must outlive its newest lease; refreshed to two lease
   -- lengths, it is refreshed about once per lease length. Its expiry is
   -- kept in the bucket hash (ix) when there is one; a set that was empty
   -- may be new (Redis deletes an emptied set), so it gets its TTL anyway.
   local ix
-  if q.max_in_flight > 0 and (#fields == 0 or q.leases == 0 or not q.ix or q.ix < now + q.lease + 1000000) then
+  if q.max_in_flight > 0 and (not (has_r or has_t) or q.leases == 0 or not q.ix or q.ix < now + q.lease + 1000000) then
     ix = now + 2 * q.lease + 1000000
-    if #fields > 0 then
-      fields[#fields + 1] = 'ix'
-      fields[#fields + 1] = int(ix)
-    end
   end
-  local qx
-  if #fields > 0 then
+  if has_r or has_t then
     -- Once both buckets are empty the hash says nothing a missing key does not.
-    qx = hash_expiry(now, q.qx, need + 1000)
-    if qx then
-      fields[#fields + 1] = 'qx'
-      fields[#fields + 1] = int(qx)
-    end
-    redis.call('HSET', hkey, unpack(fields))
-    if qx then
-      redis.call('PEXPIRE', hkey, int(math.ceil((qx - now) / 1000)))
+    local qx = hash_expiry(now, q.qx, need + 1000)
+    if ix or qx or (has_r and not q.ru_stored) or (has_t and not q.tu_stored) then
+      local fields = {}
+      if has_r then
+        fields[1], fields[2], fields[3], fields[4] = 'rl', int(q.rl), 'rs', int(q.rs)
+        if not q.ru_stored then
+          fields[5], fields[6] = 'ru', int(q.ru)
+        end
+      end
+      if has_t then
+        local n = #fields
+        fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = 'tl', int(q.tl), 'ts', int(q.ts)
+        if not q.tu_stored then
+          fields[n + 5], fields[n + 6] = 'tu', int(q.tu)
+        end
+      end
+      if ix then
+        fields[#fields + 1] = 'ix'
+        fields[#fields + 1] = int(ix)
+      end
+      if qx then
+        fields[#fields + 1] = 'qx'
+        fields[#fields + 1] = int(qx)
+      end
+      redis.call('HSET', hkey, unpack(fields))
+      if qx then
+        redis.call('PEXPIRE', hkey, int(math.ceil((qx - now) / 1000)))
+      end
+    elseif has_t and has_r then
+      -- The common write: the levels and stamps, with nothing to refresh.
+      redis.call('HSET', hkey, 'rl', int(q.rl), 'rs', int(q.rs), 'tl', int(q.tl), 'ts', int(q.ts))
+    elseif has_r then
+      redis.call('HSET', hkey, 'rl', int(q.rl), 'rs', int(q.rs))
+    else
+      redis.call('HSET', hkey, 'tl', int(q.tl), 'ts', int(q.ts))
     end
   end
   if q.max_in_flight > 0 then
