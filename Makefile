@@ -48,9 +48,12 @@ demo-tools:
 
 ## bench: run bench/ (pgw against sony/gobreaker v2 and failsafe-go, plus the
 ## distributed comparison on a local redis-server when one exists) and print
-## ns/op, allocs/op and the pgw/peer ratios.
+## ns/op, allocs/op and the pgw/peer ratios; then what one redis-server can
+## govern for one source when it, not the client, is the limit
+## (gate/redis's ScriptCapacity: calls/s, server µs and CPU per call).
 bench:
 	$(BENCH_GO) run ./cmd/ratios
+	$(GO) test -run '^$$' -bench ScriptCapacity -benchtime 200000x -count 3 ./gate/redis/
 
 ## soak: a bounded soak on this machine, loopback only, at most 2 minutes:
 ## 4 worker processes × 64 goroutines on a redis-server it starts, against
