@@ -97,6 +97,20 @@ local function hash_expiry(now, qx, need_ms)
   return now + (need_ms + HASH_SLACK_MS) * 1000
 end
 
+-- write_buckets writes fields (name, value, …) to the bucket hash at key
+-- and, when qx is given, stores it as the hash's expiry and sets the TTL to
+-- it (hash_expiry).
+local function write_buckets(key, fields, now, qx)
+  if qx then
+    fields[#fields + 1] = 'qx'
+    fields[#fields + 1] = int(qx)
+  end
+  redis.call('HSET', key, unpack(fields))
+  if qx then
+    redis.call('PEXPIRE', key, int(math.ceil((qx - now) / 1000)))
+  end
+end
+
 -- settle corrects the TPM bucket at key by delta tokens (actual − estimate,
 -- already bounded to ±2·TPM by the caller) and returns its level afterwards,
 -- in scaled units. The level is kept within [0, 2·capacity]: a refund cannot
@@ -117,14 +131,7 @@ local function settle(key, drain_, unit, cap, delta)
     if stored ~= unit then
       fields[5], fields[6] = 'tu', int(unit)
     end
-    if qx then
-      fields[#fields + 1] = 'qx'
-      fields[#fields + 1] = int(qx)
-    end
-    redis.call('HSET', key, unpack(fields))
-    if qx then
-      redis.call('PEXPIRE', key, int(math.ceil((qx - now) / 1000)))
-    end
+    write_buckets(key, fields, now, qx)
   end
   return int(level)
 end
@@ -253,14 +260,7 @@ local function commit_acquire(hkey, lkey, q)
         fields[#fields + 1] = 'ix'
         fields[#fields + 1] = int(ix)
       end
-      if qx then
-        fields[#fields + 1] = 'qx'
-        fields[#fields + 1] = int(qx)
-      end
-      redis.call('HSET', hkey, unpack(fields))
-      if qx then
-        redis.call('PEXPIRE', hkey, int(math.ceil((qx - now) / 1000)))
-      end
+      write_buckets(hkey, fields, now, qx)
     elseif has_t and has_r then
       -- The common write: the levels and stamps, with nothing to refresh.
       redis.call('HSET', hkey, 'rl', int(q.rl), 'rs', int(q.rs), 'tl', int(q.tl), 'ts', int(q.ts))
