@@ -265,3 +265,79 @@ func TestQuotaRedisDownIsErrUnreachable(t *testing.T) {
 	assert.True(t, errors.Is(q.Settle(ctx, p, 5), redis.ErrUnreachable), "Settle")
 	assert.True(t, errors.Is(q.Release(ctx, p), redis.ErrUnreachable), "Release")
 }
+
+// A source's limit changed between deploys counts what was already spent in
+// the rolling minute against the new limit: the stored level, in the old
+// limit's units, is converted to the new one's on the next script (RPM on
+// Acquire and Admit, TPM on Settle), capped at one extra minute's allowance.
+// miniredis's clock stands still, so nothing drains and the counts are exact.
+func TestAChangedLimitCountsWhatWasAlreadySpent(t *testing.T) {
+	ctx := t.Context()
+	take := func(t *testing.T, acquire func() (gate.QuotaDecision, error)) int {
+		t.Helper()
+		for n := 0; n < 1000; n++ {
+			qd, err := acquire()
+			require.NoError(t, err)
+			if !qd.Allowed {
+				return n
+			}
+		}
+		t.Fatal("never rejected")
+		return 0
+	}
+	quota := func(t *testing.T, c goredis.UniversalClient, l gate.Limits) *redis.Quota {
+		t.Helper()
+		q, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": l})
+		require.NoError(t, err)
+		return q
+	}
+	t.Run("RPMOnAcquire", func(t *testing.T) {
+		_, _, c := newMini(t)
+		q60, q120 := quota(t, c, gate.Limits{RPM: 60}), quota(t, c, gate.Limits{RPM: 120})
+		acquire := func(q *redis.Quota) func() (gate.QuotaDecision, error) {
+			return func() (gate.QuotaDecision, error) { _, qd, err := q.Acquire(ctx, "s", 0); return qd, err }
+		}
+		for range 30 {
+			_, qd, err := q60.Acquire(ctx, "s", 0)
+			require.NoError(t, err)
+			require.True(t, qd.Allowed)
+		}
+		assert.Equal(t, 90, take(t, acquire(q120)), "30 spent under 60 leave 90 of 120")
+		_, qd, err := q60.Acquire(ctx, "s", 0)
+		require.NoError(t, err)
+		assert.False(t, qd.Allowed, "120 spent are over 60")
+		assert.Equal(t, gate.LimitRPM, qd.Limit)
+		assert.Greater(t, qd.RetryAfter, time.Minute, "the overdraft beyond 60 (capped at a second minute's) drains first")
+	})
+	t.Run("RPMOnAdmit", func(t *testing.T) {
+		_, _, c := newMini(t)
+		b, err := redis.NewBreaker(c, "chat", gate.Policy{})
+		require.NoError(t, err)
+		q10, q40 := quota(t, c, gate.Limits{RPM: 10, MaxInFlight: 1000}), quota(t, c, gate.Limits{RPM: 40, MaxInFlight: 1000})
+		admit := func(q *redis.Quota) func() (gate.QuotaDecision, error) {
+			return func() (gate.QuotaDecision, error) {
+				d, _, qd, ok, err := q.Admit(ctx, b, "s", 0)
+				require.True(t, ok)
+				require.True(t, err != nil || d.Allowed, "the breaker admits")
+				return qd, err
+			}
+		}
+		assert.Equal(t, 10, take(t, admit(q10)))
+		assert.Equal(t, 30, take(t, admit(q40)), "10 spent under 10 leave 30 of 40")
+	})
+	t.Run("TPMOnSettle", func(t *testing.T) {
+		_, _, c := newMini(t)
+		q100, q200 := quota(t, c, gate.Limits{TPM: 100}), quota(t, c, gate.Limits{TPM: 200})
+		p, qd, err := q100.Acquire(ctx, "s", 50)
+		require.NoError(t, err)
+		require.True(t, qd.Allowed)
+		require.NoError(t, q200.Settle(ctx, p, 50), "no correction: only the rescaling")
+		_, qd, err = q200.Acquire(ctx, "s", 150)
+		require.NoError(t, err)
+		assert.True(t, qd.Allowed, "50 spent under 100 leave 150 of 200")
+		_, qd, err = q200.Acquire(ctx, "s", 1)
+		require.NoError(t, err)
+		assert.False(t, qd.Allowed)
+		assert.Equal(t, gate.LimitTPM, qd.Limit)
+	})
+}

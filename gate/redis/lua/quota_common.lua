@@ -20,7 +20,7 @@
 -- D, U and C and passes them in ARGV; every value stays below 2^53, where
 -- Lua's doubles are exact integers, so this file computes exactly what the
 -- Go memory gate computes. The unit is stored beside the level so that a
--- changed limit rescales the level instead of misreading it.
+-- changed limit converts the level instead of misreading it.
 
 
 -- A bucket is handled as plain numbers — level (scaled units), stamp (server
@@ -28,9 +28,11 @@
 -- scripts run on every call, and each table is an allocation the server's
 -- Lua must also collect.
 
--- rescaled is a stored level in the units of the current limit: a changed
--- limit keeps the same share of the allowance in the new units. stored is
--- the unit stored beside the level (nil: none).
+-- rescaled is a stored level in the units of the current limit: after a
+-- limit changed, what was spent in the rolling minute (level ÷ stored unit
+-- requests or tokens) counts against the new one, capped at one extra
+-- minute's allowance. stored is the unit stored beside the level (nil:
+-- none).
 local function rescaled(level, stored, unit, cap)
   if stored and stored ~= unit and level > 0 then
     return math.min(math.ceil(level / stored * unit), 2 * cap)
