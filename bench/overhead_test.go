@@ -239,6 +239,43 @@ func BenchmarkGovernedCall(b *testing.B) {
 	}
 }
 
+// BenchmarkNoUpstream: the GovernedCall leaves around an attempt with no
+// upstream, serially — one that does nothing (warm: what each library costs
+// when its code and data stay in the CPU's caches), and one that writes a
+// byte in every cache line of 1 MiB (evicted: what it costs once the attempt
+// has pushed them out, as an HTTP round trip does). The attempt times itself
+// as in GovernedCall, so overhead-ns/call is the library's own cost.
+func BenchmarkNoUpstream(b *testing.B) {
+	for _, evict := range []struct {
+		name  string
+		bytes int
+	}{{"warm", 0}, {"evicted-1MiB", 1 << 20}} {
+		for _, c := range overheadContenders {
+			b.Run(evict.name+"/"+c.name, func(b *testing.B) {
+				u := newRawUpstream(b) // the source's BASE_URL; never called
+				buf := make([]byte, evict.bytes)
+				in := &inside{}
+				attempt := func(context.Context) error {
+					t0 := time.Now()
+					touchLines(buf)
+					in.d += time.Since(t0)
+					return nil
+				}
+				serialLoop(b, c.name, c.make(b, attempt, u), in)
+			})
+		}
+	}
+}
+
+// touchLines writes one byte in each 64-byte line of buf.
+//
+//go:noinline
+func touchLines(buf []byte) {
+	for i := 0; i < len(buf); i += 64 {
+		buf[i]++
+	}
+}
+
 // BenchmarkGovernedCallRedis: serial calls governed on the Redis backend
 // (breaker, quota and advertised budget in a local redis-server: one round
 // trip on the caller's path, the admission's script, and one for the
