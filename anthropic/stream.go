@@ -15,6 +15,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/sse"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -81,6 +82,7 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 			}
 			return nil, fmt.Errorf("anthropic: source %q: decode message: %w", src.Name, err)
 		}
+		observe.NoteResponseModel(ctx, m.Model)
 		s.whole = s.fromMessage(m)
 		s.release(false)
 		return s, nil
@@ -143,6 +145,7 @@ type wireEvent struct {
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Message *struct {
+		Model string     `json:"model"`
 		Usage *wireUsage `json:"usage"`
 	} `json:"message"`
 	Usage *wireUsage      `json:"usage"`
@@ -257,6 +260,7 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 	case "ping":
 	case "message_start":
 		if ev.Message != nil {
+			observe.NoteResponseModel(s.ctx, ev.Message.Model)
 			s.merge(ev.Message.Usage)
 		}
 	case "content_block_start":
@@ -378,6 +382,7 @@ type wireMessageOut struct {
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
 	} `json:"content"`
+	Model      string     `json:"model"`
 	StopReason string     `json:"stop_reason"`
 	Usage      *wireUsage `json:"usage"`
 }
