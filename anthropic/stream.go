@@ -121,6 +121,7 @@ type Stream struct {
 type block struct {
 	kind string // "text", "tool_use", "answer" (the forced JSON tool), other
 	tool int    // the tool call's Index, for tool_use
+	args bool   // a non-empty fragment of the tool's input arrived
 }
 
 var _ transport.EventCounter = (*Stream)(nil)
@@ -288,6 +289,10 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 		case "text_delta":
 			ch.Delta = ev.Delta.Text
 		case "input_json_delta":
+			if ev.Delta.PartialJSON != "" && !b.args {
+				b.args = true
+				s.blocks[ev.Index] = b
+			}
 			switch b.kind {
 			case "answer":
 				ch.Delta = ev.Delta.PartialJSON
@@ -300,6 +305,16 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 			s.unknown.Add(1)
 		}
 	case "content_block_stop":
+		// A tool called without arguments streams no fragment (or an
+		// empty one): its input is the empty object it started with.
+		if b := s.blocks[ev.Index]; !b.args {
+			switch b.kind {
+			case "answer":
+				ch.Delta = "{}"
+			case "tool_use":
+				ch.ToolCalls = []transport.ToolCallDelta{{Index: b.tool, Arguments: "{}"}}
+			}
+		}
 	case "message_delta":
 		s.merge(ev.Usage)
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
