@@ -35,7 +35,9 @@ type wireReply struct {
 	body   string
 }
 
-func sseReply(body string) wireReply { return wireReply{status: 200, ctype: "text/event-stream", body: body} }
+func sseReply(body string) wireReply {
+	return wireReply{status: 200, ctype: "text/event-stream", body: body}
+}
 
 func newWireServer(t *testing.T, replies ...wireReply) *wireServer {
 	t.Helper()
