@@ -217,3 +217,38 @@ func TestStreamCutAfterItsFirstChunkIsAnErrorSpan(t *testing.T) {
 	assert.Equal(t, call.SpanContext.SpanID(), att.Parent.SpanID())
 	inFlightIsZero(t, r)
 }
+
+// An upstream's 429 with Retry-After is an attempt span in error that says
+// how long pgw held the source off (pgw.retry_after), and the Anthropic
+// backup the call fails over to gets the attempt's trace context.
+func TestRetryAfterOnTheSpanAndTraceparentToAnthropic(t *testing.T) {
+	oa, an := testutil.NewUpstream(t), testutil.NewUpstream(t)
+	oa.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusTooManyRequests, RetryAfter: "30"})
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":         "CHAT",
+		"CHAT__SOURCES":      "oa,an",
+		"CHAT__OA__BASE_URL": oa.URL,
+		"CHAT__AN__BASE_URL": an.URL, "CHAT__AN__PRIORITY": "1", "CHAT__AN__PROVIDER": "anthropic",
+	})
+	ctx, root := r.caller.Start(context.Background(), "handler")
+	resp, err := r.gw.Chat(ctx, pgw.ChatRequest{Messages: hello, Model: "m"})
+	root.End()
+	require.NoError(t, err)
+	require.Equal(t, "an", resp.Source)
+
+	bySource := map[string]map[string]any{}
+	for _, s := range r.ended()["chat m"] {
+		a := attrs(s.Attributes)
+		bySource[a["pgw.source"].(string)] = a
+		if a["pgw.source"] == "an" {
+			want := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"
+			assert.Equal(t, want, an.LastRequest(testutil.Messages).Header.Get("traceparent"))
+			assert.Equal(t, root.SpanContext().TraceID(), s.SpanContext.TraceID())
+		}
+	}
+	require.Len(t, bySource, 2)
+	assert.Equal(t, 30.0, bySource["oa"]["pgw.retry_after"])
+	assert.Equal(t, "429", bySource["oa"]["error.type"])
+	assert.Equal(t, "throttle", bySource["oa"]["pgw.outcome"])
+	assert.NotContains(t, bySource["an"], "error.type")
+}
