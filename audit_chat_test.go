@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/internal/testutil"
 )
 
 // wireServer is an upstream that records each request body and answers with
@@ -359,4 +360,45 @@ func TestJSONObjectOnAnthropicAndJSONSchemaWithToolsRefusedUpFront(t *testing.T)
 	assert.Equal(t, "ResponseFormat", re.Field)
 	assert.Equal(t, "claude", re.Source)
 	assert.Equal(t, before, oa.requests()+claude.requests())
+}
+
+// A caller who cancels an Anthropic stream mid-answer gets the
+// cancellation from Recv, and the source's in-flight permit is given back:
+// the next call runs at once on a source that allows one call at a time.
+func TestAnthropicStreamCanceledMidAnswerGivesItsPermitBack(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":                  "CHAT",
+		"CHAT__SOURCES":               "claude",
+		"CHAT__CLAUDE__BASE_URL":      up.URL,
+		"CHAT__CLAUDE__PROVIDER":      "anthropic",
+		"CHAT__CLAUDE__MAX_IN_FLIGHT": "1",
+		"CHAT__QUOTA_FULL":            "fail_fast",
+	})
+	up.Enqueue(testutil.Messages, testutil.Reply{Chunks: []string{"one ", "two"},
+		BeforeChunk: func(ctx context.Context, i int) {
+			if i == 1 {
+				<-ctx.Done() // the second piece never comes
+			}
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := gw.ChatStream(ctx, hello())
+	require.NoError(t, err)
+	defer st.Close()
+	ch, err := st.Recv()
+	require.NoError(t, err)
+	assert.Equal(t, "one ", ch.Delta)
+	_, err = gw.Chat(context.Background(), hello())
+	require.Error(t, err, "while the stream runs, its permit is taken")
+	err = nil
+	cancel()
+	for err == nil {
+		_, err = st.Recv()
+	}
+	require.ErrorIs(t, err, context.Canceled)
+
+	resp, err := gw.Chat(context.Background(), hello())
+	require.NoError(t, err, "the canceled stream's permit was given back")
+	assert.Equal(t, "claude", resp.Source)
 }
