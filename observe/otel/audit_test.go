@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +252,45 @@ func TestRetryAfterOnTheSpanAndTraceparentToAnthropic(t *testing.T) {
 	assert.Equal(t, "429", bySource["oa"]["error.type"])
 	assert.Equal(t, "throttle", bySource["oa"]["pgw.outcome"])
 	assert.NotContains(t, bySource["an"], "error.type")
+}
+
+// A call that waits for an in-flight permit shows a pgw.wait event of
+// reason quota_full on its span.
+func TestQuotaWaitIsAnEvent(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":                "CHAT",
+		"CHAT__SOURCES":             "solo",
+		"CHAT__SOLO__BASE_URL":      up.URL,
+		"CHAT__SOLO__MODEL":         "model-s",
+		"CHAT__SOLO__MAX_IN_FLIGHT": "1",
+	})
+	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+		done <- err
+	}()
+	// The second call waits until the stream gives its permit back.
+	require.Eventually(t, func() bool {
+		rej, ok := r.metrics(t)["pgw_gate_rejections_total"].(metricdata.Sum[int64])
+		return ok && len(rej.DataPoints) > 0
+	}, 5*time.Second, time.Millisecond)
+	require.NoError(t, st.Close())
+	require.NoError(t, <-done)
+
+	var waited []map[string]any
+	for _, c := range r.ended()[pgwotel.SpanCall] {
+		for _, e := range c.Events {
+			if e.Name == pgwotel.EventWait {
+				waited = append(waited, attrs(e.Attributes))
+			}
+		}
+	}
+	require.Len(t, waited, 1, "only the second call waited")
+	assert.Equal(t, "quota_full", waited[0]["pgw.wait.reason"])
+	assert.Greater(t, waited[0]["pgw.wait.duration"].(float64), 0.0)
 }
