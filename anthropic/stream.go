@@ -15,6 +15,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/sse"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -81,6 +82,7 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 			}
 			return nil, fmt.Errorf("anthropic: source %q: decode message: %w", src.Name, err)
 		}
+		observe.NoteResponseModel(ctx, m.Model)
 		s.whole = s.fromMessage(m)
 		s.release(false)
 		return s, nil
@@ -119,6 +121,7 @@ type Stream struct {
 type block struct {
 	kind string // "text", "tool_use", "answer" (the forced JSON tool), other
 	tool int    // the tool call's Index, for tool_use
+	args bool   // a non-empty fragment of the tool's input arrived
 }
 
 var _ transport.EventCounter = (*Stream)(nil)
@@ -143,6 +146,7 @@ type wireEvent struct {
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Message *struct {
+		Model string     `json:"model"`
 		Usage *wireUsage `json:"usage"`
 	} `json:"message"`
 	Usage *wireUsage      `json:"usage"`
@@ -257,6 +261,7 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 	case "ping":
 	case "message_start":
 		if ev.Message != nil {
+			observe.NoteResponseModel(s.ctx, ev.Message.Model)
 			s.merge(ev.Message.Usage)
 		}
 	case "content_block_start":
@@ -284,6 +289,10 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 		case "text_delta":
 			ch.Delta = ev.Delta.Text
 		case "input_json_delta":
+			if ev.Delta.PartialJSON != "" && !b.args {
+				b.args = true
+				s.blocks[ev.Index] = b
+			}
 			switch b.kind {
 			case "answer":
 				ch.Delta = ev.Delta.PartialJSON
@@ -296,6 +305,16 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 			s.unknown.Add(1)
 		}
 	case "content_block_stop":
+		// A tool called without arguments streams no fragment (or an
+		// empty one): its input is the empty object it started with.
+		if b := s.blocks[ev.Index]; !b.args {
+			switch b.kind {
+			case "answer":
+				ch.Delta = "{}"
+			case "tool_use":
+				ch.ToolCalls = []transport.ToolCallDelta{{Index: b.tool, Arguments: "{}"}}
+			}
+		}
 	case "message_delta":
 		s.merge(ev.Usage)
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
@@ -378,6 +397,7 @@ type wireMessageOut struct {
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
 	} `json:"content"`
+	Model      string     `json:"model"`
 	StopReason string     `json:"stop_reason"`
 	Usage      *wireUsage `json:"usage"`
 }

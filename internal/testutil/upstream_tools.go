@@ -148,7 +148,7 @@ func (u *Upstream) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Endpoint: Messages, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"),
-		APIKey: r.Header.Get("X-Api-Key"), Body: body, Model: mb.Model, Stream: mb.Stream}
+		APIKey: r.Header.Get("X-Api-Key"), Body: body, Model: mb.Model, Stream: mb.Stream, Header: r.Header.Clone()}
 	var prompt []string
 	if len(mb.System) > 0 {
 		prompt = append(prompt, blockText(mb.System)...)

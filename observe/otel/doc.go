@@ -73,6 +73,10 @@
 //	pgw_in_flight{scope,source}                  up-down counter: attempts running
 //	pgw_attempt_duration_seconds{scope,source}   histogram, s
 //	pgw_wait_duration_seconds{scope}             histogram, s
+//	pgw_hedges_total{scope,source,event}         counter
+//	pgw_advertised_remaining{scope,source,window}  gauge: what the upstream last advertised is left (window: requests, tokens)
+//	pgw_advertised_limit{scope,source,window}      gauge: the window's size the upstream last advertised
+//	pgw_advertised_reset_seconds{scope,source,window} gauge, s: time to the window's reset, as of the last answer
 //
 // The GenAI histograms use the conventions' bucket advice (DurationBuckets,
 // TokenBuckets) and carry gen_ai.operation.name, gen_ai.provider.name,

@@ -94,6 +94,7 @@ type Observer struct {
 	attemptDur metric.Float64Histogram
 	waitDur    metric.Float64Histogram
 	hedges     metric.Int64Counter
+	adv        advertisedGauges
 
 	servers sync.Map // base URL → serverAttrs
 	sets    attrSets // the attribute sets of pgw's own metrics
@@ -181,6 +182,7 @@ func (ob *Observer) instruments(m metric.Meter) {
 	ob.waitDur, _ = m.Float64Histogram("pgw_wait_duration_seconds",
 		metric.WithDescription("Time calls waited for a runnable source."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(WaitBuckets...))
+	ob.adv.instruments(m)
 	ob.hedges, _ = m.Int64Counter("pgw_hedges_total",
 		metric.WithDescription("Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge)."))
 }
