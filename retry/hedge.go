@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -426,6 +425,10 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 	}()
 	r.v, r.usage, r.err = attempt.attempt(actx, src, h)
 	r.outcome = observe.OutcomeSuccess
+	if o, ok := r.err.(errs.Originer); ok {
+		// The error names where it came from when it ends the call.
+		r.err = o.WithOrigin(l.scope, lg.t.Source)
+	}
 	if r.err == nil {
 		r.class = Success
 		return
@@ -439,14 +442,18 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		r.class, r.outcome = Canceled, observe.OutcomeHedgeLost
 		return
 	}
+	if d, ok := AsHTTPError(r.err, src.Provider, src.APIKey.Reveal(), l.clock.Now()); ok {
+		// An SDK's error, described as an upstream HTTP failure as for an
+		// attempt that runs alone: its Retry-After holds the source off.
+		r.err = d
+	}
 	r.class = l.classify(r.err)
 	if r.class == Success {
 		r.class = CallerError
 	}
 	r.outcome = outcomeOf(r.class)
-	var he *errs.HTTPError
-	if r.class == Throttle && errors.As(r.err, &he) && he.RetryAfter > 0 {
-		l.adm.HoldOff(lg.t.Source, he.RetryAfter)
+	if ra := RetryAfterOf(r.err); r.class == Throttle && ra > 0 {
+		l.adm.HoldOff(lg.t.Source, ra)
 	}
 }
 
