@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
@@ -66,4 +67,56 @@ func TestHedgedCallErrorNamesScopeAndSource(t *testing.T) {
 		assert.Equal(t, "s1", he.Source, "hedging %v", on)
 		e.requireNothingHeld(t)
 	}
+}
+
+// A hedge goes through the other source's quota: with its in-flight slots
+// all taken, no hedge starts, nothing is over-admitted and the hedge costs
+// the budget nothing.
+func TestHedgeRespectsTheOtherSourcesMaxInFlight(t *testing.T) {
+	e := newHedgeEnv(t, nil)
+	ctx := context.Background()
+	var held []gate.Permit
+	for range 8 {
+		p, d, err := e.quota.Acquire(ctx, "s2", 0)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		held = append(held, p)
+	}
+	tr := newGatedChat("s1", "s2")
+	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
+	done := make(chan *retry.Stream, 1)
+	go func() {
+		s, err := chat.Stream(ctx, transport.ChatRequest{EstTokens: 100})
+		assert.NoError(t, err)
+		done <- s
+	}()
+	<-tr.opened
+	e.timer.fire(t)
+	require.Eventually(t, func() bool { return len(e.hedgeEvents()) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"skipped_no_source:<s1"}, e.hedgeEvents())
+	assert.Equal(t, 8, e.quota.InFlight("s2"), "no ninth slot for the hedge")
+	tr.release("s1")
+	s := <-done
+	assert.Equal(t, "s1 s1 ", drain(t, s))
+	require.NoError(t, s.Close())
+	b, ok := e.loop.HedgeBudget()
+	require.True(t, ok)
+	assert.InDelta(t, 10, b, 1e-9, "a hedge that could not start costs nothing")
+	for _, p := range held {
+		require.NoError(t, e.quota.Release(ctx, p))
+	}
+	e.requireGivenBack(t)
+}
+
+// Hedges count toward MAX_ATTEMPTS: a call allowed one attempt never arms a
+// hedge.
+func TestHedgeNeverExceedsMaxAttempts(t *testing.T) {
+	e := newHedgeEnv(t, func(sc *config.ScopeSettings) { sc.MaxAttempts = 1 })
+	v, err := retry.Run(context.Background(), e.loop, 0, func(_ context.Context, src config.Source) (string, transport.Usage, error) {
+		return "ok@" + src.Name, transport.Usage{}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "ok@s1", v)
+	assert.Empty(t, e.timer.armed, "no hedge delay armed: the one attempt allowed is taken")
+	e.requireGivenBack(t)
 }
