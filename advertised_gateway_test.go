@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,4 +241,32 @@ func TestRedisAdvertisedBudgetIsSharedBetweenGateways(t *testing.T) {
 	require.NotNil(t, snap.Advertised)
 	assert.Equal(t, int64(60), snap.Advertised.Requests.Limit)
 	assert.Equal(t, int64(0), snap.Advertised.Requests.Remaining)
+}
+
+// The governed HTTPClient reads the rate-limit headers of the answers it
+// carries, plain and streamed: once the budget is spent the next request
+// gets pgw's verdict and the upstream is not called.
+func TestHTTPClientAnswersFeedTheAdvertisedBudget(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		up := testutil.NewUpstream(t)
+		adv := newAdvertiser(t, up, spentOpenAI("40s"))
+		gw, _ := newGateway(t, map[string]string{
+			"PGW_SCOPES":            "CHAT",
+			"CHAT__SOURCES":         "solo",
+			"CHAT__SOLO__BASE_URL":  adv.URL,
+			"CHAT__QUOTA_FULL":      "fail_fast",
+			"CHAT__POLL_INTERVAL_S": "0.01",
+		})
+		hc := gw.HTTPClient("CHAT")
+		resp := post(t, hc, "chat/completions", chatBody(stream))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		readBody(t, resp)
+		resp = post(t, hc, "chat/completions", chatBody(stream))
+		body := readBody(t, resp)
+		assert.Equal(t, http.StatusFailedDependency, resp.StatusCode, "stream %v: %s", stream, body)
+		ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		require.NoError(t, err, "stream %v", stream)
+		assert.InDelta(t, 40, ra, 2, "stream %v", stream)
+		assert.Equal(t, int64(1), adv.hits.Load(), "stream %v", stream)
+	}
 }
