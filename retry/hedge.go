@@ -217,14 +217,18 @@ type legResult[T any] struct {
 }
 
 // attemptOrRace runs the round's attempt on t: alone when the call does not
-// hedge, as a hedged race otherwise.
+// hedge, as a hedged race otherwise. source is the source of the attempt
+// whose result it returns: t's, or in a race the one that failed last
+// (the others that failed in it were demoted as they failed).
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
-	attempt attempter[T], rep *report, attempts *int, as *attemptState) (T, Class, error) {
+	attempt attempter[T], rep *report, attempts *int, as *attemptState) (v T, class Class, source string, err error) {
 	if hc == nil {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		v, class, err = attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		return v, class, t.Source, err
 	}
 	if _, ok := hc.h.delay(l.adm.Latency(), t.Source); !ok || hc.fired >= hc.h.max {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		v, class, err = attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		return v, class, t.Source, err
 	}
 	stall.BeginAttempt()
 	defer stall.EndAttempt()
@@ -238,7 +242,7 @@ func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *h
 // gives back its admission as Released, whatever it would have become.
 // Attempts that fail while another runs are ordinary failed attempts; the
 // race ends with the last failure when none is left.
-func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attempter[T], rep *report, attempts *int) (T, Class, error) {
+func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attempter[T], rep *report, attempts *int) (T, Class, string, error) {
 	var zero T
 	out := make(chan legResult[T], 1+hc.h.max)
 	var legs []*leg
@@ -339,17 +343,17 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				} else {
 					finishLeg(ctx, l, r, admission.Result{Outcome: gate.Success, Tokens: settled(r.usage)})
 				}
-				return r.v, Success, nil
+				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
 				lose(r.leg)
 				finishLeg(ctx, l, r, resultOf(r.class))
-				return zero, r.class, r.err
+				return zero, r.class, r.leg.t.Source, r.err
 			}
 			finishLeg(ctx, l, r, resultOf(r.class))
 			l.wasted(rep, r.leg, first.Source)
 			if running == 0 {
-				return zero, r.class, r.err
+				return zero, r.class, r.leg.t.Source, r.err
 			}
 			// Another attempt still runs: its answer is awaited; the
 			// failure demotes its source for the rest of the call.

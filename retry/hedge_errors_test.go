@@ -2,7 +2,9 @@ package retry_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/internal/testutil"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -119,4 +123,65 @@ func TestHedgeNeverExceedsMaxAttempts(t *testing.T) {
 	assert.Equal(t, "ok@s1", v)
 	assert.Empty(t, e.timer.armed, "no hedge delay armed: the one attempt allowed is taken")
 	e.requireGivenBack(t)
+}
+
+// Both attempts of a race that failed are demoted for the rest of the call:
+// the next round goes to the healthy third source, not back to the hedge's
+// source that just failed.
+func TestHedgeRaceDemotesEverySourceThatFailedInIt(t *testing.T) {
+	clk := testutil.NewFakeClock()
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 5, Cooldown: cooldown, ProbeTTL: 10 * cooldown},
+		memory.WithClock(clk))
+	require.NoError(t, err)
+	timer := newManualTimer()
+	sleeper := &fakeSleep{clk: clk}
+	var srcs []config.Source
+	for i, n := range []string{"s1", "s2", "s3"} {
+		srcs = append(srcs, config.Source{Name: n, Timeout: 10 * time.Second, Priority: i})
+	}
+	loop, err := retry.New(retry.Config{
+		Scope:   config.ScopeSettings{Name: "CHAT", PollInterval: poll, StallWindow: window, HedgeAfter: time.Second, Sources: srcs},
+		Breaker: b, Clock: clk, Sleep: sleeper.sleep, Rand: func() float64 { return 0 },
+		Logger: slog.New(slog.DiscardHandler), HedgeTimer: timer.timer,
+	})
+	require.NoError(t, err)
+	gates := map[string]chan struct{}{"s1": make(chan struct{}), "s2": make(chan struct{})}
+	started := make(chan string, 8)
+	var mu sync.Mutex
+	var calls []string
+	fn := func(ctx context.Context, src config.Source) (string, transport.Usage, error) {
+		mu.Lock()
+		calls = append(calls, src.Name)
+		mu.Unlock()
+		started <- src.Name
+		if g, ok := gates[src.Name]; ok {
+			select {
+			case <-g:
+			case <-ctx.Done():
+				return "", transport.Usage{}, ctx.Err()
+			}
+			return "", transport.Usage{}, httpErr(503, 0, "unavailable")
+		}
+		return "ok@" + src.Name, transport.Usage{}, nil
+	}
+	done := make(chan string, 1)
+	go func() {
+		v, err := retry.Run(context.Background(), loop, 0, fn)
+		assert.NoError(t, err)
+		done <- v
+	}()
+	require.Equal(t, "s1", <-started)
+	timer.fire(t)
+	require.Equal(t, "s2", <-started)
+	close(gates["s1"]) // the primary fails while the hedge runs
+	require.Eventually(t, func() bool {
+		s, err := b.Snapshot(context.Background(), "s1")
+		return err == nil && s.ConsecutiveFailures == 1
+	}, 5*time.Second, time.Millisecond)
+	close(gates["s2"]) // then the hedge fails: the race is lost
+	// The next round arms a new timer for its attempt, which is never fired.
+	assert.Equal(t, "ok@s3", <-done)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"s1", "s2", "s3"}, calls)
 }
