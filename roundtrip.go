@@ -271,7 +271,7 @@ func upstreamFailure(src config.Source, resp *http.Response, now time.Time) erro
 	_ = resp.Body.Close()
 	key := src.APIKey.Reveal()
 	eb := provider.ParseError(src.Provider, resp.StatusCode, b, key)
-	ra, _ := provider.RetryAfter(resp.Header, now)
+	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, b, now)
 	if key != "" {
 		b = bytes.ReplaceAll(b, []byte(key), []byte(provider.Redacted))
 	}

@@ -31,7 +31,8 @@ func requests(limit, remaining int64, reset time.Duration) gate.Advertised {
 // tells the next; a refresh never raises the budget within a window; a late
 // answer of the window just ended is not taken; the first answer is taken
 // less the calls admitted before anything was known; tokens count like requests,
-// a request larger than the window waiting for a whole window.
+// a request larger than the window waiting for a whole window; a window spent
+// after its reset with no answer since does not hold its source back forever.
 func RunBudget(t *testing.T, newGate BudgetFactory) {
 	t.Helper()
 	nonce := fmt.Sprintf("b%x", time.Now().UnixNano()&0xffffff)
@@ -148,5 +149,22 @@ func RunBudget(t *testing.T, newGate BudgetFactory) {
 		clk.Advance(5 * time.Second)
 		require.True(t, take(t, g, src, 5000).Allowed, "a request above the limit waits for a whole window, no longer")
 		assert.False(t, take(t, g, src, 1).Allowed)
+	})
+
+	t.Run("Budget/a window spent with no answer since its reset is not held forever", func(t *testing.T) {
+		g, clk, src := h(t)
+		refresh(t, g, src, requests(3, 3, 2*time.Second))
+		clk.Advance(2 * time.Second) // the reset: 3 again, the next reset unknown
+		for i := range 3 {
+			// Calls that bring no answer back (timeouts, refused
+			// connections): nothing refreshes the budget.
+			require.True(t, take(t, g, src, 0).Allowed, "take %d of the limit after the reset", i+1)
+		}
+		d := take(t, g, src, 0)
+		require.False(t, d.Allowed)
+		require.Zero(t, d.RetryAfter, "the next reset is not known")
+		clk.Advance(10 * time.Second)
+		assert.True(t, take(t, g, src, 0).Allowed,
+			"a window and more after the last take, the budget no longer holds the source back")
 	})
 }

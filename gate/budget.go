@@ -74,6 +74,11 @@ type BudgetDecision struct {
 //     of the window that ended, and is not taken.
 //   - Take rejects when a known window has less than the cost left (one
 //     request; the tokens, at most the window's limit).
+//   - A source's figures are forgotten a window (at least a second) plus
+//     a second after their last write (an admitted Take or a Refresh), or
+//     after the latest reset they know when that is later: a window spent
+//     after its reset by calls that brought no answer back holds the
+//     source off no longer than that.
 type BudgetGate interface {
 	Take(ctx context.Context, source string, estTokens int64) (BudgetDecision, error)
 	Refresh(ctx context.Context, source string, a Advertised) error

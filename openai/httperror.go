@@ -16,10 +16,7 @@ import (
 // provider format, key redacted. The caller closes the body.
 func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
-	ra, _ := provider.RetryAfter(resp.Header, c.now())
-	if g, ok := provider.ParseGeminiError(body, c.now()); ok && resp.StatusCode == http.StatusTooManyRequests {
-		ra = max(ra, g.Delay) // Gemini says when in the body, a daily quota until its reset
-	}
+	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, body, c.now()) // Gemini says when in the body
 	return &errs.HTTPError{
 		StatusCode: resp.StatusCode,
 		RetryAfter: ra,

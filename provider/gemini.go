@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -81,4 +82,19 @@ func ParseGeminiError(body []byte, now time.Time) (GeminiHold, bool) {
 		g.Delay = min(max(g.Delay, midnight.Sub(now)), MaxRetryAfter)
 	}
 	return g, found
+}
+
+// ErrorRetryAfter is how long an error answer of status asks the caller to
+// wait: its Retry-After headers (RetryAfter), and for a 429 whose body is
+// Gemini's (ParseGeminiError) the body's retry delay — for a per-day quota,
+// the time until it resets — when that is later. It reports false when
+// the answer says nothing about when to try again.
+func ErrorRetryAfter(status int, h http.Header, body []byte, now time.Time) (time.Duration, bool) {
+	ra, ok := RetryAfter(h, now)
+	if status == http.StatusTooManyRequests {
+		if g, found := ParseGeminiError(body, now); found && (g.Delay > 0 || g.PerDay) {
+			ra, ok = max(ra, g.Delay), true
+		}
+	}
+	return ra, ok
 }

@@ -220,3 +220,23 @@ func TestParseGeminiErrorIgnoresOtherBodies(t *testing.T) {
 		assert.False(t, ok, b)
 	}
 }
+
+// An error answer's wait: the Retry-After headers, and a Gemini 429 body's
+// delay when later; the body of another status says nothing.
+func TestErrorRetryAfterReadsHeadersAndGeminiBodies(t *testing.T) {
+	body := []byte(`{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
+	 {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"57.2s"}]}}`)
+	ra, ok := provider.ErrorRetryAfter(429, http.Header{}, body, now)
+	assert.True(t, ok)
+	assert.Equal(t, 57200*time.Millisecond, ra)
+	ra, ok = provider.ErrorRetryAfter(429, header("Retry-After", "90"), body, now)
+	assert.True(t, ok)
+	assert.Equal(t, 90*time.Second, ra, "the later of the two")
+	_, ok = provider.ErrorRetryAfter(503, http.Header{}, body, now)
+	assert.False(t, ok, "only a 429's body is read")
+	ra, ok = provider.ErrorRetryAfter(429, header("Retry-After", "3"), []byte(`{"error":{"message":"slow down"}}`), now)
+	assert.True(t, ok)
+	assert.Equal(t, 3*time.Second, ra)
+	_, ok = provider.ErrorRetryAfter(429, http.Header{}, nil, now)
+	assert.False(t, ok)
+}

@@ -77,7 +77,7 @@ func Classify(err error) Class {
 	}
 	var he HTTPStatusError
 	if errors.As(err, &he) {
-		return classifyStatus(he.HTTPStatus(), he.Error())
+		return classifyStatus(he.HTTPStatus(), he.Error(), he.RetryAfterHint() > 0)
 	}
 	if errors.Is(err, context.Canceled) {
 		return Canceled
@@ -112,8 +112,10 @@ func RetryAfterOf(err error) time.Duration {
 	return 0
 }
 
-func classifyStatus(status int, text string) Class {
-	if insufficientQuota(text) {
+// classifyStatus classifies an upstream answer of status with text;
+// retryAfter reports that the answer said when to try again.
+func classifyStatus(status int, text string, retryAfter bool) Class {
+	if insufficientQuota(text, retryAfter) {
 		return Fatal
 	}
 	switch status {
@@ -128,9 +130,12 @@ func classifyStatus(status int, text string) Class {
 }
 
 // insufficientQuota recognises the providers' "your quota is spent" answers,
-// which come as 429 but will not clear by waiting a few seconds.
-func insufficientQuota(msg string) bool {
+// which come as 429 but will not clear by waiting a few seconds. The words
+// "exceeded your current quota" alone are not enough when the answer said
+// when to try again (retryAfter): Gemini words its rate limits so, with the
+// time to wait in the body.
+func insufficientQuota(msg string, retryAfter bool) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "insufficient_quota") || strings.Contains(m, "insufficient quota") ||
-		strings.Contains(m, "exceeded your current quota")
+		!retryAfter && strings.Contains(m, "exceeded your current quota")
 }

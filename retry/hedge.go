@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -218,14 +217,18 @@ type legResult[T any] struct {
 }
 
 // attemptOrRace runs the round's attempt on t: alone when the call does not
-// hedge, as a hedged race otherwise.
+// hedge, as a hedged race otherwise. source is the source of the attempt
+// whose result it returns: t's, or in a race the one that failed last
+// (the others that failed in it were demoted as they failed).
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
-	attempt attempter[T], rep *report, attempts *int, as *attemptState) (T, Class, error) {
+	attempt attempter[T], rep *report, attempts *int, as *attemptState) (v T, class Class, source string, err error) {
 	if hc == nil {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		v, class, err = attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		return v, class, t.Source, err
 	}
 	if _, ok := hc.h.delay(l.adm.Latency(), t.Source); !ok || hc.fired >= hc.h.max {
-		return attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		v, class, err = attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
+		return v, class, t.Source, err
 	}
 	stall.BeginAttempt()
 	defer stall.EndAttempt()
@@ -239,7 +242,7 @@ func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *h
 // gives back its admission as Released, whatever it would have become.
 // Attempts that fail while another runs are ordinary failed attempts; the
 // race ends with the last failure when none is left.
-func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attempter[T], rep *report, attempts *int) (T, Class, error) {
+func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.Ticket, attempt attempter[T], rep *report, attempts *int) (T, Class, string, error) {
 	var zero T
 	out := make(chan legResult[T], 1+hc.h.max)
 	var legs []*leg
@@ -340,17 +343,17 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				} else {
 					finishLeg(ctx, l, r, admission.Result{Outcome: gate.Success, Tokens: settled(r.usage)})
 				}
-				return r.v, Success, nil
+				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
 				lose(r.leg)
 				finishLeg(ctx, l, r, resultOf(r.class))
-				return zero, r.class, r.err
+				return zero, r.class, r.leg.t.Source, r.err
 			}
 			finishLeg(ctx, l, r, resultOf(r.class))
 			l.wasted(rep, r.leg, first.Source)
 			if running == 0 {
-				return zero, r.class, r.err
+				return zero, r.class, r.leg.t.Source, r.err
 			}
 			// Another attempt still runs: its answer is awaited; the
 			// failure demotes its source for the rest of the call.
@@ -426,6 +429,10 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 	}()
 	r.v, r.usage, r.err = attempt.attempt(actx, src, h)
 	r.outcome = observe.OutcomeSuccess
+	if o, ok := r.err.(errs.Originer); ok {
+		// The error names where it came from when it ends the call.
+		r.err = o.WithOrigin(l.scope, lg.t.Source)
+	}
 	if r.err == nil {
 		r.class = Success
 		return
@@ -439,14 +446,18 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		r.class, r.outcome = Canceled, observe.OutcomeHedgeLost
 		return
 	}
+	if d, ok := AsHTTPError(r.err, src.Provider, src.APIKey.Reveal(), l.clock.Now()); ok {
+		// An SDK's error, described as an upstream HTTP failure as for an
+		// attempt that runs alone: its Retry-After holds the source off.
+		r.err = d
+	}
 	r.class = l.classify(r.err)
 	if r.class == Success {
 		r.class = CallerError
 	}
 	r.outcome = outcomeOf(r.class)
-	var he *errs.HTTPError
-	if r.class == Throttle && errors.As(r.err, &he) && he.RetryAfter > 0 {
-		l.adm.HoldOff(lg.t.Source, he.RetryAfter)
+	if ra := RetryAfterOf(r.err); r.class == Throttle && ra > 0 {
+		l.adm.HoldOff(lg.t.Source, ra)
 	}
 }
 

@@ -326,7 +326,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			continue
 		}
 		attempts++
-		v, class, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
+		v, class, src, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
 		switch class {
 		case Success:
 			l.deliveries.Mark(stall.lastEnd())
@@ -336,12 +336,12 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		}
 		last = err
 		if demote {
-			call.Failed(t.Source)
+			call.Failed(src)
 		}
 		if failed == nil {
 			failed = make(map[string]string, 2)
 		}
-		failed[t.Source] = class.String()
+		failed[src] = class.String()
 		switch {
 		case class == Throttle && RetryAfterOf(err) > 0:
 			// attemptOnce held the source off until the upstream's

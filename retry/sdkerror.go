@@ -99,13 +99,16 @@ func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error
 		return nil, false
 	}
 	d := &errs.HTTPError{StatusCode: status}
-	if h != nil {
-		d.RetryAfter, _ = provider.RetryAfter(h, now)
-	}
 	var body provider.ErrorBody
 	var raw interface{ RawJSON() string }
-	if errors.As(err, &raw) && strings.TrimSpace(raw.RawJSON()) != "" {
-		body = provider.ParseError(p, status, []byte(raw.RawJSON()), key)
+	hasRaw := errors.As(err, &raw) && strings.TrimSpace(raw.RawJSON()) != ""
+	var rawBody []byte
+	if hasRaw {
+		rawBody = []byte(raw.RawJSON())
+	}
+	d.RetryAfter, _ = provider.ErrorRetryAfter(status, h, rawBody, now)
+	if hasRaw {
+		body = provider.ParseError(p, status, rawBody, key)
 		d.Message = body.Text()
 	} else {
 		d.Message = provider.ParseError(p, status, []byte(err.Error()), key).Message
@@ -135,19 +138,22 @@ func classifyStatusError(err error) (Class, bool) {
 	if errors.As(err, &he) {
 		return 0, false
 	}
-	status, _, ok := StatusOf(err)
+	status, h, ok := StatusOf(err)
 	if !ok {
 		return 0, false
 	}
 	msg := err.Error()
+	var rawBody []byte
 	var raw interface{ RawJSON() string }
 	if errors.As(err, &raw) {
 		if provider.ParseError(config.ProviderOpenAI, status, []byte(raw.RawJSON()), "").InsufficientQuota() {
 			return Fatal, true
 		}
+		rawBody = []byte(raw.RawJSON())
 		msg += " " + raw.RawJSON()
 	}
-	return classifyStatus(status, msg), true
+	ra, _ := provider.ErrorRetryAfter(status, h, rawBody, time.Now())
+	return classifyStatus(status, msg, ra > 0), true
 }
 
 // walk calls visit on err and every error in its chain (both Unwrap forms),

@@ -25,11 +25,42 @@ type budgetSource struct {
 	// the first answer may not count yet; blindAt is the last of them.
 	blind   int64
 	blindAt int64
+	// expires is when the record is forgotten (µs; 0: never written): a
+	// window after the last reset it knows, as the Redis gate's key
+	// expires, so that a window spent after its reset by calls that
+	// brought no answer back does not hold the source off for good.
+	expires int64
 }
 
 // blindLife is how long admissions made blind are remembered: longer than
 // any sane call, so that the first answer still finds them.
 const blindLife = int64(time.Minute / time.Microsecond)
+
+// save notes a write of the record at now: it lives a window (at least
+// a second) past the latest reset it knows, plus a second, and a minute
+// while admissions made blind are counted.
+func (s *budgetSource) save(now int64) {
+	const second = int64(time.Second / time.Microsecond)
+	ttl := second
+	for _, w := range []*budgetWindow{&s.req, &s.tok} {
+		ttl = max(ttl, max(w.end-now, 0)+max(w.span, second)+second)
+	}
+	if s.blind > 0 {
+		ttl = max(ttl, blindLife)
+	}
+	s.expires = now + ttl
+}
+
+// source returns source's record at now, a new one when there is none or
+// the last one expired.
+func (b *Budget) source(source string, now int64) *budgetSource {
+	s := b.sources[source]
+	if s == nil || s.expires > 0 && now >= s.expires {
+		s = newBudgetSource()
+		b.sources[source] = s
+	}
+	return s
+}
 
 func (s *budgetSource) known() bool {
 	return s.req.left >= 0 || s.tok.left >= 0
@@ -107,11 +138,7 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now().UnixMicro()
-	s := b.sources[source]
-	if s == nil {
-		s = newBudgetSource()
-		b.sources[source] = s
-	}
+	s := b.source(source, now)
 	s.req.roll(now)
 	s.tok.roll(now)
 	if !s.known() {
@@ -120,6 +147,7 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 		}
 		s.blind++
 		s.blindAt = now
+		s.save(now)
 		return gate.BudgetDecision{Allowed: true}, nil
 	}
 	for _, c := range []struct {
@@ -141,6 +169,7 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 	if s.tok.left >= 0 {
 		s.tok.left = max(s.tok.left-estTokens, 0)
 	}
+	s.save(now)
 	return gate.BudgetDecision{Allowed: true}, nil
 }
 
@@ -152,11 +181,7 @@ func (b *Budget) Refresh(_ context.Context, source string, a gate.Advertised) er
 	now := b.clock.Now().UnixMicro()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.sources[source]
-	if s == nil {
-		s = newBudgetSource()
-		b.sources[source] = s
-	}
+	s := b.source(source, now)
 	blind := s.blind
 	if now-s.blindAt > blindLife {
 		blind = 0
@@ -166,6 +191,7 @@ func (b *Budget) Refresh(_ context.Context, source string, a gate.Advertised) er
 	if s.known() {
 		s.blind = 0
 	}
+	s.save(now)
 	return nil
 }
 
@@ -173,11 +199,11 @@ func (b *Budget) Refresh(_ context.Context, source string, a gate.Advertised) er
 func (b *Budget) Read(_ context.Context, source string) (gate.Advertised, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.clock.Now().UnixMicro()
 	s := b.sources[source]
-	if s == nil || s.req.limit < 0 && s.tok.limit < 0 && !s.known() {
+	if s == nil || s.expires > 0 && now >= s.expires || s.req.limit < 0 && s.tok.limit < 0 && !s.known() {
 		return gate.Advertised{Requests: gate.UnknownWindow, Tokens: gate.UnknownWindow}, false, nil
 	}
-	now := b.clock.Now().UnixMicro()
 	s.req.roll(now)
 	s.tok.roll(now)
 	return gate.Advertised{Requests: s.req.view(now), Tokens: s.tok.view(now)}, true, nil
