@@ -233,3 +233,24 @@ func TestHTTPClientCallerCancelEndsAHeldStreamAsReleased(t *testing.T) {
 	assert.Equal(t, http.StatusOK, again.StatusCode, "the in-flight slot is back")
 	readBody(t, again)
 }
+
+// TestHTTPClientVerdictNamesScopeSourceAndPathOfTheLastAnswer: when pgw
+// ends a call through the governed client, the upstream answer behind its
+// verdict names the scope, the source and the path sent, never BASE_URL's
+// query.
+func TestHTTPClientVerdictNamesScopeSourceAndPathOfTheLastAnswer(t *testing.T) {
+	bad, _ := rawUpstream(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	gw, _ := newGateway(t, map[string]string{"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "a", "CHAT__MAX_ATTEMPTS": "1",
+		"CHAT__A__BASE_URL": bad + "/v1?key=" + marker})
+	resp := post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(false))
+	body := readBody(t, resp)
+	require.Equal(t, pgw.SDKVerdictStatus, resp.StatusCode)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, pgw.ErrorFrom(&fakeSDKError{Response: resp}), &he)
+	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
+	assert.Equal(t, "CHAT", he.Scope)
+	assert.Equal(t, "a", he.Source)
+	assert.Equal(t, "/v1/chat/completions", he.Path)
+	assert.Contains(t, body, "from scope CHAT, source a, path /v1/chat/completions")
+	assert.NotContains(t, body, marker)
+}
