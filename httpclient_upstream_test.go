@@ -154,6 +154,8 @@ func TestHTTPClientClassifiesEveryDocumentedStatus(t *testing.T) {
 			}
 			assert.Equal(t, http.StatusOK, resp.StatusCode, body)
 			assert.Equal(t, []string{"a:" + tc.outcome, "b:success"}, rec.Outcomes())
+			_, sent := backup.last(t)
+			assert.JSONEq(t, chatBody(false), sent, "the body is re-sent whole to the backup")
 			if tc.status == 429 {
 				adm, err := gw.Admission("CHAT")
 				require.NoError(t, err)
@@ -253,4 +255,20 @@ func TestHTTPClientVerdictNamesScopeSourceAndPathOfTheLastAnswer(t *testing.T) {
 	assert.Equal(t, "/v1/chat/completions", he.Path)
 	assert.Contains(t, body, "from scope CHAT, source a, path /v1/chat/completions")
 	assert.NotContains(t, body, marker)
+}
+
+// TestErrorFromReachesTheVerdictThroughAWrappedSDKError: an SDK error
+// wrapped again by the caller still leads ErrorFrom to pgw's verdict.
+func TestErrorFromReachesTheVerdictThroughAWrappedSDKError(t *testing.T) {
+	gw, _, primary, backup := twoSources(t, nil)
+	primary.RequireAPIKey("x")
+	backup.RequireAPIKey("x")
+	resp := post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(false))
+	readBody(t, resp)
+	require.Equal(t, pgw.SDKVerdictStatus, resp.StatusCode)
+	wrapped := fmt.Errorf("summarise: %w", &fakeSDKError{StatusCode: resp.StatusCode, Response: resp})
+	var coe *pgw.CircuitOpenError
+	require.ErrorAs(t, pgw.ErrorFrom(wrapped), &coe)
+	assert.Equal(t, "CHAT", coe.Scope)
+	assert.Positive(t, coe.RetryAfter)
 }
