@@ -3,7 +3,10 @@ package pgw_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,4 +202,60 @@ func TestCallStreamClassifiesSDKErrorsFromOpen(t *testing.T) {
 		require.ErrorAs(t, err, &fe, "the SDK's own error comes back")
 		assert.Equal(t, []string{"a:caller_error"}, rec.Outcomes())
 	})
+}
+
+// TestStreamsLeaveNoGoroutineBehind: governed streams ended every way
+// (read to the end, closed early, cancelled, cut by Close of the gateway)
+// through CallStream and the governed http client leave no goroutine once
+// the gateway is closed.
+func TestStreamsLeaveNoGoroutineBehind(t *testing.T) {
+	settle := func() int {
+		runtime.GC()
+		return runtime.NumGoroutine()
+	}
+	drain := func(st *pgw.ItemStream[string]) error {
+		for {
+			if _, err := st.Recv(); err != nil {
+				return err
+			}
+		}
+	}
+	base := settle()
+	func() {
+		url, _ := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		})
+		s, err := config.FromMap(map[string]string{"PGW_SCOPES": "GEN,CHAT", "GEN__SOURCES": "a", "CHAT__SOURCES": "a", "CHAT__A__BASE_URL": url})
+		require.NoError(t, err)
+		gw, err := pgw.New(context.Background(), *s)
+		require.NoError(t, err)
+		open := func(actx context.Context, src pgw.Source) (pgw.Streamer[string], error) {
+			return newCtxStream(actx, "x"), nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancelled, err := pgw.CallStream(ctx, gw, "GEN", open)
+		require.NoError(t, err)
+		early, err := pgw.CallStream(context.Background(), gw, "GEN", open)
+		require.NoError(t, err)
+		require.NoError(t, early.Close())
+		left, err := pgw.CallStream(context.Background(), gw, "GEN", open)
+		require.NoError(t, err)
+		resp := post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(true))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		cancel()
+		require.ErrorIs(t, drain(cancelled), context.Canceled)
+		require.NoError(t, cancelled.Close())
+		require.NoError(t, gw.Close())
+		require.Error(t, drain(left))
+		require.NoError(t, left.Close())
+		_, err = io.ReadAll(resp.Body)
+		require.Error(t, err)
+		require.NoError(t, resp.Body.Close())
+	}()
+	require.Eventually(t, func() bool { return settle() <= base+2 }, 5*time.Second, 10*time.Millisecond,
+		"goroutines: %d at the start, %d now", base, runtime.NumGoroutine())
 }
