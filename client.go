@@ -37,6 +37,7 @@ type GatewayClient struct {
 	log    *slog.Logger
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
+	redisLog *redisRoute             // go-redis's lines to log; nil without redis
 	ownRedis bool
 	writer   *admission.Writer // gives back outcomes off the callers' path; nil without redis
 	prober   *redis.Prober     // decides redis outages, writes the heartbeat; nil without redis
@@ -120,11 +121,12 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 
 	usesRedis := s.BreakerBackend == config.BackendRedis || s.QuotaBackend == config.BackendRedis
 	if usesRedis {
-		routeRedisLog(o.logger)
+		g.redisLog = routeRedisLog(o.logger)
 		g.redis = o.redis
 		if g.redis == nil {
 			rc, err := newRedisClient(s.Redis)
 			if err != nil {
+				g.release()
 				return nil, err
 			}
 			g.redis, g.ownRedis = rc, true
@@ -505,6 +507,7 @@ func (g *GatewayClient) release() error {
 			err = fmt.Errorf("pgw: closing the redis client: %w", e)
 		}
 	}
+	g.redisLog.stop()
 	if g.httpPool != nil {
 		g.httpPool.CloseIdleConnections()
 	}

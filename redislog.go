@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -12,18 +14,48 @@ import (
 // go-redis writes its own lines ("redis: connection pool: failed to dial
 // after 5 attempts: …") to stderr through one process-wide logger, which
 // bypasses the gateway's. A gateway on a Redis backend installs redisLog in
-// its place: the lines go to the logger of the gateway built last, at Debug —
-// the gateway itself logs each outage, once, at Warn.
+// its place: the lines go to the logger of the open gateway built last, at
+// Debug — the gateway itself logs each outage, once, at Warn. A gateway
+// that is closed (or whose New failed) gets none: go-redis may still log
+// while its pool winds down.
 var (
 	redisLogOnce   atomic.Bool
 	redisLogTarget atomic.Pointer[slog.Logger]
+
+	redisLogMu     sync.Mutex
+	redisLogRoutes []*redisRoute // the open gateways' routes, oldest first
 )
 
-// routeRedisLog sends go-redis's own log lines to l from now on.
-func routeRedisLog(l *slog.Logger) {
+// redisRoute is one gateway's claim on go-redis's lines.
+type redisRoute struct{ l *slog.Logger }
+
+// routeRedisLog sends go-redis's own log lines to l from now on, until the
+// route returned is stopped.
+func routeRedisLog(l *slog.Logger) *redisRoute {
+	r := &redisRoute{l: l}
+	redisLogMu.Lock()
+	redisLogRoutes = append(redisLogRoutes, r)
 	redisLogTarget.Store(l)
+	redisLogMu.Unlock()
 	if redisLogOnce.CompareAndSwap(false, true) {
 		goredis.SetLogger(redisLog{})
+	}
+	return r
+}
+
+// stop ends the route: go-redis's lines go to the logger of the open
+// gateway built last before it, or nowhere. A nil route does nothing.
+func (r *redisRoute) stop() {
+	if r == nil {
+		return
+	}
+	redisLogMu.Lock()
+	defer redisLogMu.Unlock()
+	redisLogRoutes = slices.DeleteFunc(redisLogRoutes, func(o *redisRoute) bool { return o == r })
+	if n := len(redisLogRoutes); n > 0 {
+		redisLogTarget.Store(redisLogRoutes[n-1].l)
+	} else {
+		redisLogTarget.Store(nil)
 	}
 }
 

@@ -54,3 +54,32 @@ func TestGoRedisLogsGoThroughTheGatewayLogger(t *testing.T) {
 	assert.Contains(t, logs.String(), "level=WARN msg=\"pgw: redis unreachable at start")
 	assert.NotContains(t, logs.String(), "sk-REDIS-PW")
 }
+
+// TestGoRedisLogsFollowAGatewayStillOpen: go-redis's logger is process-wide;
+// once the gateway built last is closed, its lines go to the logger of a
+// gateway still open, not to the closed one's.
+func TestGoRedisLogsFollowAGatewayStillOpen(t *testing.T) {
+	env := map[string]string{
+		"PGW_BREAKER_BACKEND": "redis", "PGW_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=50ms",
+		"PGW_SCOPES": "RERANK", "RERANK__SOURCES": "a",
+	}
+	var openLogs, closedLogs syncBuffer
+	logger := func(w *syncBuffer) *slog.Logger {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	open, err := pgw.New(ctx, *mustSettings(t, env), pgw.WithLogger(logger(&openLogs)))
+	require.NoError(t, err)
+	defer open.Close()
+	last, err := pgw.New(ctx, *mustSettings(t, env), pgw.WithLogger(logger(&closedLogs)))
+	require.NoError(t, err)
+	require.NoError(t, last.Close())
+	const line = `msg="pgw: go-redis"`
+	closedBefore, openBefore := strings.Count(closedLogs.String(), line), strings.Count(openLogs.String(), line)
+
+	_, _ = pgw.Call(context.Background(), open, "RERANK", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil })
+	require.Eventually(t, func() bool { return strings.Count(openLogs.String(), line) > openBefore }, 5*time.Second, 10*time.Millisecond,
+		"go-redis's lines reach the open gateway's logger:\n%s", openLogs.String())
+	assert.Equal(t, closedBefore, strings.Count(closedLogs.String(), line), "nothing more reaches the closed gateway's logger")
+}

@@ -275,8 +275,12 @@ func upstreamFailure(src config.Source, resp *http.Response, now time.Time) erro
 	if key != "" {
 		b = bytes.ReplaceAll(b, []byte(key), []byte(provider.Redacted))
 	}
+	he := &errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()}
+	if resp.Request != nil && resp.Request.URL != nil {
+		he.Path = resp.Request.URL.Path // never the query, which may hold a key
+	}
 	return &upstreamError{
-		he:    &errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()},
+		he:    he,
 		quota: eb.InsufficientQuota(),
 		resp:  resp,
 		body:  b,
@@ -295,6 +299,16 @@ type upstreamError struct {
 func (e *upstreamError) Error() string           { return e.he.Error() }
 func (e *upstreamError) Unwrap() error           { return e.he }
 func (e *upstreamError) InsufficientQuota() bool { return e.quota }
+
+// WithOrigin returns a copy of e whose HTTPError names scope and source,
+// as the retry loop asks of the error that may end a call.
+func (e *upstreamError) WithOrigin(scope, source string) error {
+	c := *e
+	if he, ok := e.he.WithOrigin(scope, source).(*errs.HTTPError); ok {
+		c.he = he
+	}
+	return &c
+}
 
 // answer is the upstream's answer again, with its body re-readable.
 func (e *upstreamError) answer(req *http.Request) *http.Response {

@@ -79,7 +79,8 @@
 // SOURCES is not set; {SCOPE}__SOURCES of a scope not in PGW_SCOPES; a pgw
 // key with the wrong case (chat__sources), a single or a triple underscore
 // (CHAT_SOURCES, CHAT___A__BASE_URL) or one character changed, missing,
-// added or swapped; and near misses of the PGW_ keys. FromLookup cannot
+// added or swapped; keys under a listed scope's name in the wrong case or
+// one character off (CAHT__CIRCUIT_OPNE); and near misses of the PGW_ keys. FromLookup cannot
 // enumerate keys and reports none of these. FromEnvRequiring and
 // Settings.ValidateRequiring add keys the caller needs (the gateway needs
 // BASE_URL for its default transport) to the same error.

@@ -561,3 +561,28 @@ func TestEnvconfigTagDefaultsMatchConstants(t *testing.T) {
 	assert.Equal(t, *s, (&config.Settings{Scopes: []config.ScopeSettings{{Name: "CHAT", Sources: []config.Source{{Name: "a"}}}}}).WithDefaults())
 	assert.Equal(t, "CHAT,EMBEDDING,OCR", config.DefaultScopes)
 }
+
+// TestKeysUnderANearMissOfAScopeAreReported: a key whose scope segment is a
+// listed scope mistyped (or in the wrong case) is reported even when the
+// rest of the key is mistyped too, so that it is more than one edit from
+// any known key.
+func TestKeysUnderANearMissOfAScopeAreReported(t *testing.T) {
+	for _, tc := range []struct{ key, legal string }{
+		{"CAHT__CIRCUIT_OPNE", "no scope CAHT is configured (PGW_SCOPES: unset, so CHAT,EMBEDDING,OCR), so this key is not read; did you mean CHAT__CIRCUIT_OPEN?"},
+		{"CHT__A__BASE_UR", "did you mean CHAT__A__BASE_URL?"},
+		{"CHATT__SOURCE", "did you mean CHAT__SOURCES?"},
+		{"CAHT__ZZZZZZZZ", "did you mean scope CHAT?"},
+		{"chat__zzzzzzzz", "did you mean scope CHAT?"},
+		{"EMBEDING__X__RPM", "no scope EMBEDING is configured"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			ce := mustFail(t, base(tc.key, "v"))
+			assert.Equal(t, []string{tc.key}, keys(ce))
+			p := problem(t, ce, tc.key)
+			assert.Equal(t, config.Redacted, p.Value)
+			assert.Contains(t, p.Legal, tc.legal)
+		})
+	}
+	// Other tools' keys with a short or distant first segment stay alone.
+	mustLoad(t, base("OC__X", "1", "CH__X", "1", "CHIPS__X", "1", "Logging__LogLevel__Default", "Debug"))
+}

@@ -41,15 +41,23 @@ func (s Source) URL(path string) string {
 }
 
 // JoinURL joins path (which may carry a query) onto base's path, keeping
-// base's query. It returns "" when base does not parse.
+// base's query. path is taken as written in a URL, percent-escapes
+// included ("files/a%20b" stays "files/a%20b", not "files/a%2520b"), and
+// the escapes of base's own path are kept. It returns "" when base does not
+// parse.
 func JoinURL(base, path string) string {
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil {
 		return ""
 	}
 	p, q, _ := strings.Cut(path, "?")
-	u.Path = strings.TrimRight(u.Path, "/") + "/" + strings.TrimLeft(p, "/")
-	u.RawPath = ""
+	joined := strings.TrimRight(u.EscapedPath(), "/") + "/" + strings.TrimLeft(p, "/")
+	if dec, err := url.PathUnescape(joined); err == nil {
+		u.Path, u.RawPath = dec, joined
+	} else {
+		// Not a valid escaped path: take it as plain text.
+		u.Path, u.RawPath = joined, ""
+	}
 	if q != "" {
 		if u.RawQuery != "" {
 			u.RawQuery += "&" + q

@@ -46,3 +46,18 @@ func TestProviderKeyIsReadAndValidated(t *testing.T) {
 	assert.Contains(t, err.Error(), "CHAT__A__PROVIDER")
 	assert.Contains(t, err.Error(), "anthropic")
 }
+
+// TestJoinURLKeepsPercentEncodingOfBothPaths: path is a URL path as an SDK
+// sends it (already escaped) and must reach the upstream as sent, not
+// escaped a second time; an escape in BASE_URL's own path stays too.
+func TestJoinURLKeepsPercentEncodingOfBothPaths(t *testing.T) {
+	cases := []struct{ base, path, want string }{
+		{"https://h/v1", "files/a%20b%2Fc", "https://h/v1/files/a%20b%2Fc"},
+		{"https://h/v1?api-version=1", "files/a%20b?limit=2", "https://h/v1/files/a%20b?api-version=1&limit=2"},
+		{"https://h/a%2Fb/v1", "chat/completions", "https://h/a%2Fb/v1/chat/completions"},
+		{"https://h/v1", "models/ft:gpt-4o:org::1", "https://h/v1/models/ft:gpt-4o:org::1"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, config.JoinURL(c.base, c.path), "base %q path %q", c.base, c.path)
+	}
+}

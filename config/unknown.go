@@ -18,6 +18,8 @@ import (
 //   - any key that is a pgw key but for its case, its underscores ('_' for
 //     "__", "___"), or one edit (a changed, missing, extra or swapped
 //     character, the source segment included);
+//   - any key whose scope segment is a listed scope but for its case, or
+//     one edit from one (CAHT__CIRCUIT_OPNE, EMBEDING__A__RPM);
 //   - PGW_ keys within two edits of a known one (other tools may own other
 //     PGW_ names).
 //
@@ -143,12 +145,37 @@ func (k *knownKeys) judge(name string, names []string, scopesFrom string) (strin
 		return withNear("scope "+scope+" is not in PGW_SCOPES ("+scopesFrom+"), so this key is not read; add "+scope+" to PGW_SCOPES or unset this key", near), true
 	case near != "":
 		return withNear("not a pgw key", near), true
+	case scoped && k.nearScope(scope) != "":
+		sc := k.nearScope(scope)
+		meant := k.near(sc + "__" + strings.ToUpper(rest))
+		if meant == "" {
+			meant = "scope " + sc
+		}
+		return withNear("no scope "+scope+" is configured (PGW_SCOPES: "+scopesFrom+"), so this key is not read", meant), true
 	case strings.HasPrefix(strings.ToUpper(name), "PGW_"):
 		if g := nearest(strings.ToUpper(name), k.globals, 2); g != "" {
 			return withNear("not a pgw key", g), true
 		}
 	}
 	return "", false
+}
+
+// nearScope returns the listed scope that seg, the first segment of a key
+// that is not a listed scope's, most likely meant: the same name but for
+// case, or one edit away (a swap of two neighbours counts as one). Segments
+// shorter than three characters match nothing: too many other names are
+// one edit from them.
+func (k *knownKeys) nearScope(seg string) string {
+	if len(seg) < 3 || len(seg) > 64 {
+		return ""
+	}
+	up := strings.ToUpper(seg)
+	for _, sc := range k.listed {
+		if d := len(up) - len(sc); d >= -1 && d <= 1 && editDistance(up, sc) <= 1 {
+			return sc
+		}
+	}
+	return ""
 }
 
 func withNear(reason, near string) string {

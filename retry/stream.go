@@ -178,6 +178,10 @@ type ItemStream[T any] struct {
 	mu    sync.Mutex // usage: Close may read it while Recv writes it
 	usage transport.Usage
 	done  atomic.Bool
+	// ending is held while the stream's end is recorded and its admission
+	// given back, so that an end racing another (the caller's Close while
+	// a cancellation closes the stream) returns only once that is done.
+	ending sync.Mutex
 }
 
 // Source returns the name of the source that answers.
@@ -295,6 +299,8 @@ func (s *ItemStream[T]) note(it T) {
 // OnEnd. With an observer it reports the attempt, then gives back (so a
 // state change the outcome causes follows it), then the call's result.
 func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
+	s.ending.Lock()
+	defer s.ending.Unlock()
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
@@ -315,6 +321,8 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 // as lost. OnEnd does not run and the call's end is not reported: the
 // winner's stream does both. Nothing of it reaches the caller.
 func (s *ItemStream[T]) discard() {
+	s.ending.Lock()
+	defer s.ending.Unlock()
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
