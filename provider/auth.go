@@ -18,9 +18,7 @@ const AnthropicVersion = "2023-06-01"
 //   - azure: api-key: <key>
 //   - anthropic: x-api-key: <key>, plus anthropic-version when absent
 func SetAuth(h http.Header, p config.Provider, key string) {
-	h.Del("Authorization")
-	h.Del("Api-Key")
-	h.Del("X-Api-Key")
+	DropAuth(h)
 	if p == config.ProviderAnthropic && h.Get("Anthropic-Version") == "" {
 		h.Set("Anthropic-Version", AnthropicVersion)
 	}
@@ -35,4 +33,12 @@ func SetAuth(h http.Header, p config.Provider, key string) {
 	default:
 		h.Set("Authorization", "Bearer "+key)
 	}
+}
+
+// DropAuth removes from h the credential header of every provider:
+// Authorization, api-key and x-api-key.
+func DropAuth(h http.Header) {
+	h.Del("Authorization")
+	h.Del("Api-Key")
+	h.Del("X-Api-Key")
 }
