@@ -216,9 +216,17 @@ func (p *phase) counts() Counts {
 // count counts the outcome r of a call admitted in phase p, unless a new
 // phase has started since.
 func (t *tally) count(p *phase, r result) {
-	if p == t.cur.Load() {
+	if t.live(p) {
 		p.add(r)
 	}
+}
+
+// live reports whether outcomes of calls admitted in phase p are still
+// counted: p is the current phase and, with an Interval, that interval is
+// not over yet (a call that outlived its interval belongs to counts that
+// have ended, even when no call has started the next ones yet).
+func (t *tally) live(p *phase) bool {
+	return p == t.cur.Load() && (t.interval == 0 || !t.expired(p))
 }
 
 // settle counts the outcome r of a call admitted in phase p when counted
@@ -234,7 +242,7 @@ func (t *tally) settle(p *phase, r result, counted bool, gen uint64, st gate.Sta
 // prospect returns the counts as they would be with one more failure in
 // phase p, and false when p is no longer current or not Closed.
 func (t *tally) prospect(p *phase) (Counts, bool) {
-	if p != t.cur.Load() || p.state != gate.Closed {
+	if !t.live(p) || p.state != gate.Closed {
 		return Counts{}, false
 	}
 	c := p.counts()
