@@ -376,8 +376,12 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 	if o == gate.Failure && b.trip != nil && d.State == gate.Closed && !d.Probe {
 		// The trip predicate sees the counts with this failure in them. A
 		// trip is recorded as Fatal: the gate then opens at once with its
-		// current cooldown.
-		if c, ok := b.tally.prospect(e); ok && b.trip(c) {
+		// current cooldown. A Fatal is applied whatever generation it
+		// comes from, so the trip is sent only while the gate's record is
+		// still the Closed generation the call was admitted in: a call
+		// that outlived a trip and a close (by another process sharing the
+		// gate, or a force on the gate itself) must not open the new one.
+		if c, ok := b.tally.prospect(e); ok && b.trip(c) && b.stillAdmitted(ctx, d) {
 			o = gate.Fatal
 		}
 	}
@@ -398,6 +402,18 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 	}
 	b.tally.settle(e, r, counted, u.Generation, u.State)
 	b.observe(ctx, u.State)
+}
+
+// stillAdmitted reports whether the gate's record is still the Closed
+// generation d was admitted in. It reads the gate's Snapshot, so it is
+// asked only when a trip predicate says trip; when the gate cannot be read
+// it answers true, and the trip is sent.
+func (b *Breaker) stillAdmitted(ctx context.Context, d gate.Decision) bool {
+	snap, err := b.gate.Snapshot(ctx, b.name)
+	if err != nil {
+		return true
+	}
+	return snap.State == gate.Closed && snap.Generation == d.Generation
 }
 
 // now is the time of a state change.
