@@ -373,11 +373,20 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 		ctx = context.WithoutCancel(ctx)
 	}
 	o := r.outcome()
+	early := false // the failure is already in the counts
 	if o == gate.Failure && b.trip != nil && d.State == gate.Closed && !d.Probe {
-		// The trip predicate sees the counts with this failure in them. A
+		// The trip predicate sees the counts with this failure in them,
+		// counted before the gate's answer so that failures ending
+		// together see each other. (Should the gate call it stale, its
+		// answer shows a newer generation and the counts start again.) A
 		// trip is recorded as Fatal: the gate then opens at once with its
-		// current cooldown.
-		if c, ok := b.tally.prospect(e); ok && b.trip(c) {
+		// current cooldown. A Fatal is applied whatever generation it
+		// comes from, so the trip is sent only while the gate's record is
+		// still the Closed generation the call was admitted in: a call
+		// that outlived a trip and a close (by another process sharing the
+		// gate, or a force on the gate itself) must not open the new one.
+		var c Counts
+		if c, early = b.tally.failNow(e); early && b.trip(c) && b.stillAdmitted(ctx, d) {
 			o = gate.Fatal
 		}
 	}
@@ -385,7 +394,9 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 	if err != nil {
 		// The gate could not say; the call is counted as it ended.
 		b.counters.count(r)
-		b.tally.count(e, r)
+		if !early {
+			b.tally.count(e, r)
+		}
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Record failed",
 			slog.String("breaker", b.name), slog.String("outcome", o.String()), slog.Any("err", err))
 		return
@@ -396,8 +407,20 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 	} else {
 		b.counters.stale.Add(1)
 	}
-	b.tally.settle(e, r, counted, u.Generation, u.State)
+	b.tally.settle(e, r, counted && !early, u.Generation, u.State)
 	b.observe(ctx, u.State)
+}
+
+// stillAdmitted reports whether the gate's record is still the Closed
+// generation d was admitted in. It reads the gate's Snapshot, so it is
+// asked only when a trip predicate says trip; when the gate cannot be read
+// it answers true, and the trip is sent.
+func (b *Breaker) stillAdmitted(ctx context.Context, d gate.Decision) bool {
+	snap, err := b.gate.Snapshot(ctx, b.name)
+	if err != nil {
+		return true
+	}
+	return snap.State == gate.Closed && snap.Generation == d.Generation
 }
 
 // now is the time of a state change.

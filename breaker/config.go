@@ -48,9 +48,11 @@ type Config struct {
 	// the breaker trips, given the Counts with that failure in them: it is
 	// gobreaker's ReadyToTrip. A Go function cannot run inside a shared
 	// gate, so the breaker evaluates it and trips the gate by recording the
-	// failure as Fatal (the gate opens at once with its current cooldown).
-	// With a gate shared by several processes it sees this process's counts
-	// only. When ReadyToTrip or FailureThreshold is set and Policy leaves
+	// failure as Fatal (the gate opens at once with its current cooldown),
+	// after reading the gate's Snapshot to check that the call's Closed
+	// generation is still the current one: a call that outlived a trip and
+	// a close counts for nothing. With a gate shared by several processes
+	// it sees this process's counts only. When ReadyToTrip or FailureThreshold is set and Policy leaves
 	// ConsecutiveFailures at 0, the default memory gate switches its
 	// consecutive rule off (gate.Disabled), as gobreaker's ReadyToTrip
 	// replaces its default; set ConsecutiveFailures to keep both.

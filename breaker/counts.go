@@ -216,9 +216,17 @@ func (p *phase) counts() Counts {
 // count counts the outcome r of a call admitted in phase p, unless a new
 // phase has started since.
 func (t *tally) count(p *phase, r result) {
-	if p == t.cur.Load() {
+	if t.live(p) {
 		p.add(r)
 	}
+}
+
+// live reports whether outcomes of calls admitted in phase p are still
+// counted: p is the current phase and, with an Interval, that interval is
+// not over yet (a call that outlived its interval belongs to counts that
+// have ended, even when no call has started the next ones yet).
+func (t *tally) live(p *phase) bool {
+	return p == t.cur.Load() && (t.interval == 0 || !t.expired(p))
 }
 
 // settle counts the outcome r of a call admitted in phase p when counted
@@ -231,28 +239,17 @@ func (t *tally) settle(p *phase, r result, counted bool, gen uint64, st gate.Sta
 	t.seen(gen, st)
 }
 
-// prospect returns the counts as they would be with one more failure in
-// phase p, and false when p is no longer current or not Closed.
-func (t *tally) prospect(p *phase) (Counts, bool) {
-	if p != t.cur.Load() || p.state != gate.Closed {
+// failNow counts a failure of a call admitted in phase p at once, before
+// the gate has answered, and returns the counts with it in them, so that a
+// trip predicate asked by failures ending together sees all of them (each
+// adds before it reads). It returns false, counting nothing, when p is no
+// longer live or not Closed.
+func (t *tally) failNow(p *phase) (Counts, bool) {
+	if !t.live(p) || p.state != gate.Closed {
 		return Counts{}, false
 	}
-	c := p.counts()
-	c.TotalFailures++
-	c.ConsecutiveFailures++
-	c.ConsecutiveSuccesses = 0
-	if p.ring != nil {
-		p.mu.Lock()
-		if p.n == len(p.ring) {
-			if p.ring[p.pos] {
-				c.TotalFailures--
-			} else {
-				c.TotalSuccesses--
-			}
-		}
-		p.mu.Unlock()
-	}
-	return c, true
+	p.add(resFailure)
+	return p.counts(), true
 }
 
 // snapshot returns the current counts.

@@ -107,6 +107,11 @@ func (b *Breaker) observe(ctx context.Context, s gate.State) {
 // reconcile reads the gate's record and, when it is newer than what was last
 // seen and in another state, queues a StateChange and delivers the queue.
 func (b *Breaker) reconcile(ctx context.Context) {
+	if ctx.Err() != nil {
+		// The caller gave up, but the change it saw must still be read and
+		// reported, and listeners get a context they can use.
+		ctx = context.WithoutCancel(ctx)
+	}
 	snap, err := b.gate.Snapshot(ctx, b.name)
 	if err != nil {
 		b.logger.LogAttrs(ctx, slog.LevelWarn, "pgw/breaker: gate Snapshot failed",

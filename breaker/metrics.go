@@ -21,9 +21,12 @@ type Metrics struct {
 	// + Stale.
 	// Calls still running are not in it.
 	TotalCalls uint64
-	// Successes counts calls that returned nil.
+	// Successes counts calls classified as successes: a nil error, or an
+	// error that Config.IsSuccessful, Config.HandleErrors or a DoResult
+	// verdict counts as a success.
 	Successes uint64
-	// Failures counts calls that failed, panicked, or returned a Fatal error.
+	// Failures counts calls classified as failures, calls that panicked,
+	// and calls that returned a Fatal error.
 	Failures uint64
 	// Excluded counts calls whose error was excluded (not counted by the
 	// gate).

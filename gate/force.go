@@ -28,7 +28,7 @@ const (
 	ForceHalfOpen
 )
 
-// String returns "none", "open" or "closed".
+// String returns "none", "open", "closed" or "half_open".
 func (f Force) String() string {
 	switch f {
 	case ForceNone:
