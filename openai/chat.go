@@ -37,9 +37,10 @@ type wireChunk struct {
 	Model string          `json:"model"`
 }
 
-// wireToolDelta is a piece of one tool call in a chunk.
+// wireToolDelta is a piece of one tool call in a chunk. Index is absent on
+// some OpenAI-compatible servers (toolIndex).
 type wireToolDelta struct {
-	Index    int    `json:"index"`
+	Index    *int   `json:"index"`
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -178,6 +179,7 @@ type chatStream struct {
 	delivered int   // chunks returned by Recv
 	finished  bool  // a finish_reason was delivered
 	err       error // terminal result, returned again by every later Recv
+	tools     tools // the tool calls seen so far, for pieces with no index
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -226,7 +228,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 			chunk.Refusal = ch.Delta.Refusal
 			for _, d := range ch.Delta.ToolCalls {
 				chunk.ToolCalls = append(chunk.ToolCalls, transport.ToolCallDelta{
-					Index: d.Index, ID: d.ID, Name: d.Function.Name, Arguments: d.Function.Arguments,
+					Index: s.tools.index(d), ID: d.ID, Name: d.Function.Name, Arguments: d.Function.Arguments,
 				})
 			}
 			if ch.FinishReason != nil {
@@ -246,6 +248,32 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 		}
 		return chunk, nil
 	}
+}
+
+// tools numbers a stream's tool calls. OpenAI gives each piece of a tool
+// call the index of its call; some compatible servers send no index at all,
+// and then a piece with an ID not seen last starts the next call while a
+// piece without one continues the last call.
+type tools struct {
+	n      int    // calls seen: the next new call's index
+	last   int    // the index of the call the last piece belonged to
+	lastID string // that call's ID
+}
+
+// index returns the index of d's call.
+func (t *tools) index(d wireToolDelta) int {
+	i := t.last
+	switch {
+	case d.Index != nil:
+		i = *d.Index
+	case t.n == 0 || (d.ID != "" && d.ID != t.lastID):
+		i = t.n
+	}
+	if i != t.last || d.ID != "" {
+		t.lastID = d.ID
+	}
+	t.last, t.n = i, max(t.n, i+1)
+	return i
 }
 
 // readError classifies a failed read of the body.

@@ -229,3 +229,24 @@ func TestChatStreamReportsTheResponseToTheSink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{200}, statuses)
 }
+
+// Some OpenAI-compatible servers send tool-call pieces without "index": a
+// piece with a new ID starts the next call, one without an ID continues the
+// last, as if each had carried its index.
+func TestChatStreamToolCallsWithoutIndexAreToldApartByID(t *testing.T) {
+	var rec recorder
+	src := rec.serve(t, "text/event-stream", golden(t, "stream_tool_calls_without_index.sse"))
+	st, err := openai.New().ChatStream(testCtx(t), src, toolRequest())
+	require.NoError(t, err)
+	chunks, err := collect(t, st)
+	require.NoError(t, err)
+	var col transport.Collector
+	for _, ch := range chunks {
+		col.Add(ch)
+	}
+	assert.Equal(t, []transport.ToolCall{
+		{ID: "call_paris", Type: "function", Function: transport.FunctionCall{Name: "get_weather", Arguments: `{"city": "Paris"}`}},
+		{ID: "call_tokyo", Type: "function", Function: transport.FunctionCall{Name: "get_weather", Arguments: `{"city": "Tokyo"}`}},
+		{ID: "call_rome", Type: "function", Function: transport.FunctionCall{Name: "get_time", Arguments: `{}`}},
+	}, col.Response().ToolCalls)
+}
