@@ -79,3 +79,10 @@ func TestCallEndingErrorsUnwrapToTheLastAttempt(t *testing.T) {
 		assert.Contains(t, e.Error(), "last attempt: upstream http 401")
 	}
 }
+
+func TestHTTPErrorWithoutAMessageEndsAtItsOrigin(t *testing.T) {
+	e := &errs.HTTPError{StatusCode: 503, Scope: "CHAT", Source: "a"}
+	assert.Equal(t, "upstream http 503 from scope CHAT, source a", e.Error())
+	e.Message = "Service Unavailable"
+	assert.Equal(t, "upstream http 503 from scope CHAT, source a: Service Unavailable", e.Error())
+}

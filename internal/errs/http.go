@@ -38,7 +38,9 @@ func (e *HTTPError) Error() string {
 			sep = ", "
 		}
 	}
-	b.WriteString(": " + e.Message)
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
 	return b.String()
 }
 
