@@ -40,6 +40,11 @@ func (e *OpenError) Error() string {
 	if e.State == gate.HalfOpen {
 		return fmt.Sprintf("pgw/breaker: breaker %q is half_open with every probe in flight: retry at any moment", e.Name)
 	}
+	if e.RetryAfter <= 0 {
+		// Held open by an operator (gate.Forcer), or a cooldown that has
+		// just ended: there is no certain wait to name.
+		return fmt.Sprintf("pgw/breaker: breaker %q is %s with no certain time to retry", e.Name, e.State)
+	}
 	return fmt.Sprintf("pgw/breaker: breaker %q is %s: retry after %v", e.Name, e.State, e.RetryAfter)
 }
 

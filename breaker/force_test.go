@@ -20,6 +20,8 @@ func TestOpenHoldsUntilClose(t *testing.T) {
 	var oe *OpenError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, time.Duration(0), oe.RetryAfter, "a hold has no certain end")
+	assert.NotContains(t, oe.Error(), "retry after 0s", "the message names no wait it does not know")
+	assert.Contains(t, oe.Error(), "no certain time to retry")
 	clk.Advance(time.Hour)
 	assert.Equal(t, gate.Open, b.State(), "a hold does not end with the cooldown")
 	require.ErrorIs(t, b.Execute(t.Context(), succeed), ErrOpen)
