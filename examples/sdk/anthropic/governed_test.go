@@ -171,3 +171,28 @@ func TestAnthropicSDKStreamClosedEarlyGivesTheSlotBack(t *testing.T) {
 	assert.Equal(t, 0, r.backup.Count())
 	assert.Equal(t, pgw.OutcomeAbandoned, r.rec.Attempts()[0].Outcome)
 }
+
+// The Anthropic BASE_URL the configuration reference gives — with its
+// version path, as pgw's own Anthropic transport needs it — serves the SDK
+// too: its "v1/messages" is not sent as /v1/v1/messages.
+func TestAnthropicSDKOnABaseURLWithTheVersionPath(t *testing.T) {
+	rec := &wire.Recorder{}
+	primary, backup := wire.Start(t, wire.JSON(200, message)), wire.Start(t, wire.JSON(200, message))
+	gw := wire.Gateway(t, wire.Env("CHAT", "anthropic", primary.URL+"/v1", backup.URL+"/v1"), rec)
+	client := anthropic.NewClient(
+		option.WithBaseURL(pgw.SDKBaseURL),
+		option.WithHTTPClient(gw.HTTPClient("CHAT")),
+		option.WithMaxRetries(0),
+		option.WithAPIKey("set-by-pgw"),
+	)
+	got, err := Ask(context.Background(), client, "hello")
+	require.NoError(t, err)
+	assert.Equal(t, "hi", got)
+	require.Equal(t, 1, primary.Count())
+	assert.Equal(t, "/v1/messages", primary.Requests()[0].Path)
+	// The same source serves pgw's own transport.
+	resp, err := gw.Chat(context.Background(), pgw.ChatRequest{Messages: []pgw.Message{{Role: pgw.RoleUser, Content: "hello"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", resp.Content)
+	assert.Equal(t, "/v1/messages", primary.Requests()[1].Path)
+}
