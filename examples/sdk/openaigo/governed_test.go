@@ -320,3 +320,51 @@ func TestOpenAIGoStreamEndedEarlyGivesTheSlotBack(t *testing.T) {
 		})
 	}
 }
+
+// Both sources held off past the caller's deadline, under the default
+// QUOTA_FULL=wait and with the SDK's retries left on: pgw ends the call at
+// once with its verdict instead of sleeping into the deadline, and the SDK
+// neither retries it nor waits for its Retry-After.
+func TestOpenAIGoHoldOffPastTheDeadlineEndsAtOnceWithAVerdict(t *testing.T) {
+	r := newGovRig(t, wire.JSON(429, openAIError("rate_limit_exceeded", "slow down"), "Retry-After", "120"), nil, option.WithMaxRetries(2))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := r.ask(ctx)
+	require.NoError(t, ctx.Err(), "the call did not wait for the deadline")
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, pgw.SDKVerdictStatus, apiErr.StatusCode)
+	assert.Equal(t, pgw.CodeExhausted, apiErr.Code)
+	assert.Equal(t, 1, r.primary.Count())
+	assert.Equal(t, 1, r.backup.Count())
+	assert.Len(t, r.rec.Calls(), 1)
+	var ase *pgw.AllSourcesExhausted
+	require.ErrorAs(t, pgw.ErrorFrom(err), &ase)
+	assert.Positive(t, ase.RetryAfter)
+}
+
+// A caller that gives up while pgw reads ahead to the first content event
+// (the upstream sent only its role-only chunk) gets its cancellation, and
+// the primary's one slot is free for the next call.
+func TestOpenAIGoCancelBeforeTheFirstContentGivesTheSlotBack(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := newGovRig(t, wire.JSON(200, completion), []string{"PRIMARY__MAX_IN_FLIGHT", "1", "BACKUP__MAX_IN_FLIGHT", "1"}, option.WithMaxRetries(2))
+	started := make(chan struct{})
+	hang := wire.Hang(release, roleChunk)
+	r.primary.Next(func(w http.ResponseWriter, req *http.Request) { close(started); hang(w, req) })
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	st := r.client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+	assert.False(t, st.Next())
+	assert.True(t, errors.Is(st.Err(), context.Canceled), "%v", st.Err())
+	_ = st.Close()
+	assert.Equal(t, 0, r.backup.Count(), "a cancellation is no reason to fail over")
+	_, err := r.ask(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, r.primary.Count(), "the primary's slot was given back")
+	assert.Equal(t, 0, wire.State(t, r.gw, "CHAT", "primary").ConsecutiveFailures)
+}
