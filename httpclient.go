@@ -45,8 +45,10 @@ const SDKVerdictStatus = http.StatusFailedDependency
 //   - the path relative to SDKBaseURL (and its query) is joined onto the
 //     source's BASE_URL, whose own path and query (Azure's api-version)
 //     are kept — so an OpenAI source's BASE_URL ends in /v1 (the OpenAI
-//     SDKs send "chat/completions"), an Anthropic one does not (its SDK
-//     sends "v1/messages");
+//     SDKs send "chat/completions"); an Anthropic one may end in /v1 or
+//     not (its SDK sends "v1/messages", and the version path is not sent
+//     twice), so the BASE_URL pgw's own Anthropic transport takes serves
+//     the SDK too;
 //   - the source's API_KEY replaces whatever credentials the SDK set, in
 //     the header of its PROVIDER (Authorization: Bearer, api-key,
 //     x-api-key);

@@ -207,7 +207,7 @@ type sdkAttempt struct {
 // open is one attempt on src: send, classify the status, and read the body
 // as items — a JSON answer whole, an event stream event by event.
 func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[sdkhttp.Item], error) {
-	target := src.URL(a.rel)
+	target := src.URL(sourcePath(src, a.rel))
 	if target == "" || src.BaseURL == "" {
 		return nil, fmt.Errorf("pgw: source %q: BASE_URL %q is not an absolute URL to send to", src.Name, src.RedactedBaseURL())
 	}
@@ -261,6 +261,22 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 		return &sdkhttp.Whole{Resp: resp, Item: it}, nil
 	}
 	return &sdkhttp.Chunks{Resp: resp}, nil
+}
+
+// sourcePath is rel as it is joined onto src's BASE_URL. Anthropic's SDKs
+// send "v1/messages" relative to a base URL without the version path, while
+// an Anthropic source's BASE_URL may carry it (pgw's own Anthropic transport
+// needs it there): the version is then not sent twice, so one source serves
+// both.
+func sourcePath(src config.Source, rel string) string {
+	if src.Provider != config.ProviderAnthropic || !strings.HasPrefix(rel, "v1/") {
+		return rel
+	}
+	u, err := url.Parse(strings.TrimSpace(src.BaseURL))
+	if err != nil || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		return rel
+	}
+	return strings.TrimPrefix(rel, "v1/")
 }
 
 // upstreamFailure reads a non-2xx answer (at most provider.MaxErrorBody of
