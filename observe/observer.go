@@ -70,8 +70,9 @@ type Full interface {
 
 // AsFull returns o as a Full: o itself when it already is one, otherwise an
 // adapter that passes each event to o when o implements its method and drops
-// it when not, and that is enabled exactly when o is (EnabledObserver). It returns nil for a nil o, so callers can keep "no observer"
-// as a nil check on the hot path.
+// it when not, and that is enabled exactly when o is (EnabledObserver). It
+// returns nil for a nil o, so callers can keep "no observer" as a nil check
+// on the hot path.
 func AsFull(o Observer) Full {
 	switch o := o.(type) {
 	case nil:
