@@ -16,7 +16,8 @@ import (
 type Streamer[T any] = retry.Items[T]
 
 // ItemStream is a governed stream (CallStream): Recv returns items until
-// io.EOF or the error that cut the stream; Source, Usage and Held tell which
+// io.EOF or the error that cut the stream (ErrClosed when the gateway's
+// Close interrupted it); Source, Usage and Held tell which
 // source answers, the tokens reported so far and whether the admission is
 // still held. Close must be called (a second Close does nothing); it may be
 // called from another goroutine to abort a Recv.
@@ -95,6 +96,7 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 		guard.end()
 		_ = c.end(nil)
 	}
+	spec.Err = c.closedErr
 	ended := false
 	defer func() {
 		if !ended { // open panicked: release the call, let the panic go on

@@ -313,7 +313,12 @@ func baseURLRequirements(o options) []config.Requirement {
 }
 
 // Scopes returns the names of the configured scopes, in settings order.
-func (g *GatewayClient) Scopes() []string { return append([]string(nil), g.names...) }
+func (g *GatewayClient) Scopes() []string {
+	if g == nil {
+		return nil
+	}
+	return append([]string(nil), g.names...)
+}
 
 // Chat runs a governed chat completion in the CHAT scope and collects the
 // streamed answer. Nothing reaches the caller before the answer is whole,
@@ -453,6 +458,9 @@ func (g *GatewayClient) Admission(scopeName string) (*admission.SourceAdmission,
 // first call's result. A Call function that ignores its ctx delays Close
 // until it returns.
 func (g *GatewayClient) Close() error {
+	if g == nil {
+		return errNilClient
+	}
 	g.closeOnce.Do(func() {
 		g.mu.Lock()
 		g.closed = true
@@ -477,7 +485,7 @@ func (g *GatewayClient) Close() error {
 // probe or in-flight lease to expire by itself), and how many are queued.
 // A gateway without Redis has no writer and reports zeros.
 func (g *GatewayClient) OutcomeWriterStats() admission.WriterStats {
-	if g.writer == nil {
+	if g == nil || g.writer == nil {
 		return admission.WriterStats{}
 	}
 	return g.writer.Stats()
@@ -524,13 +532,16 @@ func (g *GatewayClient) release() error {
 // typed returns the scope of a typed method, with an error naming the key
 // to set when it is not configured.
 func (g *GatewayClient) typed(name string) (*scope, error) {
-	if g == nil {
-		return nil, errors.New("pgw: nil *GatewayClient")
-	}
 	return g.scope(name)
 }
 
+// errNilClient is what a method called on a nil *GatewayClient returns.
+var errNilClient = errors.New("pgw: nil *GatewayClient")
+
 func (g *GatewayClient) scope(name string) (*scope, error) {
+	if g == nil {
+		return nil, errNilClient
+	}
 	if sc := g.scopes[name]; sc != nil {
 		return sc, nil
 	}

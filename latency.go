@@ -1,7 +1,6 @@
 package pgw
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -35,7 +34,7 @@ func (g *GatewayClient) Latency(scopeName string) ([]LatencyStats, error) {
 // per-process latency is not.
 func (g *GatewayClient) WriteLatencyStatus(w io.Writer) error {
 	if g == nil {
-		return errors.New("pgw: nil *GatewayClient")
+		return errNilClient
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tSOURCE\tEWMA\tIN_FLIGHT\tP50\tP90\tOBSERVED")

@@ -1,6 +1,7 @@
 package pgw
 
 import (
+	"errors"
 	"io"
 
 	"github.com/pgw-go/pgw/retry"
@@ -18,6 +19,10 @@ type Stream struct {
 
 var _ ChatStream = (*Stream)(nil)
 
+// errNilStream is what Recv and Close return on a nil *Stream (the one
+// ChatStream returns with an error).
+var errNilStream = errors.New("pgw: nil *Stream")
+
 // Source returns the name of the source that answers.
 func (s *Stream) Source() string { return s.st.Source() }
 
@@ -33,6 +38,9 @@ func (s *Stream) UnknownEvents() int { return s.st.UnknownEvents() }
 // stream (ErrClosed when the gateway was closed). The stream's end gives the
 // source's admission back.
 func (s *Stream) Recv() (ChatChunk, error) {
+	if s == nil {
+		return ChatChunk{}, errNilStream
+	}
 	ch, err := s.st.Recv()
 	switch {
 	case err == io.EOF:
@@ -46,6 +54,9 @@ func (s *Stream) Recv() (ChatChunk, error) {
 // Close releases the stream; closing before io.EOF gives the admission back
 // as Released (an abandoned answer says nothing about the source).
 func (s *Stream) Close() error {
+	if s == nil {
+		return errNilStream
+	}
 	err := s.st.Close()
 	s.end(nil)
 	return err

@@ -32,8 +32,9 @@ type Call struct {
 	waiting bool
 	since   time.Time
 	naps    int
-	kind    string        // the wait's reason: circuit_open or quota_full
-	hint    time.Duration // the wait's expected length at its start
+	kind    string            // the wait's reason: circuit_open or quota_full
+	hint    time.Duration     // the wait's expected length at its start
+	reasons map[string]string // each source's rejection at the wait's start
 
 	wctx context.Context // the waiting call's ctx, for a ContextObserver
 }
@@ -161,6 +162,7 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 			c.wctx = ctx
 		}
 		reasons := rej.Map()
+		c.reasons = reasons
 		a.log.LogAttrs(ctx, slog.LevelInfo, "pgw: no source may run; waiting",
 			slog.String("scope", a.scope),
 			slog.String("reason", c.kind),
@@ -193,6 +195,8 @@ func (c *Call) leave(err error, source string) {
 	attrs := []slog.Attr{
 		slog.String("scope", a.scope),
 		slog.String("reason", c.kind),
+		slog.Any("reasons", c.reasons),
+		slog.Duration("retry_after", c.hint),
 		slog.Duration("waited", waited),
 		slog.Int("naps", c.naps),
 	}

@@ -70,8 +70,9 @@ type Full interface {
 
 // AsFull returns o as a Full: o itself when it already is one, otherwise an
 // adapter that passes each event to o when o implements its method and drops
-// it when not. It returns nil for a nil o, so callers can keep "no observer"
-// as a nil check on the hot path.
+// it when not, and that is enabled exactly when o is (EnabledObserver). It
+// returns nil for a nil o, so callers can keep "no observer" as a nil check
+// on the hot path.
 func AsFull(o Observer) Full {
 	switch o := o.(type) {
 	case nil:
@@ -94,6 +95,10 @@ type adapter struct {
 	wait  WaitObserver
 	call  CallObserver
 }
+
+// Enabled asks the wrapped observer, so that wrapping never turns an
+// observer that says it is off into one that is on.
+func (a *adapter) Enabled() bool { return Enabled(a.o) }
 
 func (a *adapter) ObserveAttempt(e AttemptRecord)   { a.o.ObserveAttempt(e) }
 func (a *adapter) ObserveStateChange(e StateChange) { a.o.ObserveStateChange(e) }

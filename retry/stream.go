@@ -59,6 +59,11 @@ type StreamSpec[T any] struct {
 	// or Close), or before OpenStream returns a stream that was complete
 	// already. It does not run when OpenStream returns an error.
 	OnEnd func()
+	// Err, when set, maps the error that cut the stream before Recv returns
+	// it (and every later Recv): the gateway turns an interruption by its
+	// Close into its ErrClosed. The stream's outcome is classified from the
+	// error itself.
+	Err func(error) error
 }
 
 // OpenStream runs a stream-aware governed call of l's scope: admission, one
@@ -229,9 +234,13 @@ func (s *ItemStream[T]) Recv() (T, error) {
 		s.succeed()
 		return zero, io.EOF
 	}
-	s.end = err
+	cut := err
+	if s.spec.Err != nil {
+		cut = s.spec.Err(err)
+	}
+	s.end = cut
 	s.fail(err)
-	return zero, err
+	return zero, cut
 }
 
 // Close releases the stream. Closing before its end gives the admission back

@@ -191,9 +191,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "pgw %s: want SCOPE SOURCE, got %q\n", cmd, rest)
 			return exitUsage
 		}
+		if strings.ContainsAny(rest[0], "{}") {
+			fmt.Fprintf(stderr, "pgw %s: invalid SCOPE %q (legal: without '{' or '}')\n", cmd, rest[0])
+			return exitUsage
+		}
 		force, _ = gate.ParseForce(cmd)
 	default:
 		fmt.Fprintf(stderr, "pgw: unknown command %q (legal: status, open, close, reset, help)\n", cmd)
+		return exitUsage
+	}
+	if o.timeout <= 0 {
+		fmt.Fprintf(stderr, "pgw: invalid -timeout %v (legal: a positive duration, e.g. 10s)\n", o.timeout)
 		return exitUsage
 	}
 	if o.prefix == "" || strings.ContainsAny(o.prefix, "{}") {

@@ -240,6 +240,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"-prefix", "a{b", "status"}, `invalid -prefix "a{b"`},
 		{[]string{"-redis", "http://x", "status"}, "invalid -redis: invalid URL scheme"},
 		{[]string{"help", "stats"}, `pgw help: unknown command "stats"`},
+		{[]string{"-timeout", "0", "status"}, "invalid -timeout 0s"},
+		{[]string{"status", "-timeout", "-1s"}, "invalid -timeout -1s"},
+		{[]string{"-create", "open", "CH{AT", "a"}, `invalid SCOPE "CH{AT"`},
 	} {
 		code, out, errOut := pgw(tc.args...)
 		assert.Equal(t, exitUsage, code, "%q", tc.args)

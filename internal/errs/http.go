@@ -2,6 +2,7 @@ package errs
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -38,8 +39,10 @@ func (e *HTTPError) Error() string {
 			sep = ", "
 		}
 	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+	if msg := e.Message; msg != "" {
+		b.WriteString(": " + msg)
+	} else if msg := http.StatusText(e.StatusCode); msg != "" {
+		b.WriteString(": " + msg)
 	}
 	return b.String()
 }
