@@ -496,13 +496,23 @@ func TestHedgeBudgetStopsHedgingWhenSpent(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { _, err := retry.Run(ctx, e.loop, 0, fn); done <- err }()
+		seen := len(e.hedgeEvents())
 		e.timer.fire(t)
-		select {
-		case err := <-done:
-			require.NoError(t, err, "call %d", i)
+		// The call says what the due hedge did: fired, or skipped for the
+		// budget — then it waits on s1 until cancelled.
+		var ev string
+		require.Eventually(t, func() bool {
+			evs := e.hedgeEvents()
+			if len(evs) > seen {
+				ev = evs[seen]
+			}
+			return ev != ""
+		}, 5*time.Second, time.Millisecond, "call %d reported its due hedge", i)
+		if ev == "fired:s2<s1" {
+			require.NoError(t, <-done, "call %d", i)
 			hedged++
-		case <-time.After(200 * time.Millisecond):
-			cancel() // no hedge: the call waits on s1 forever
+		} else {
+			cancel()
 			<-done
 		}
 		cancel()
