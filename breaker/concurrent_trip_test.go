@@ -55,11 +55,11 @@ func TestConcurrentFailuresTripTheThresholdTheyReachTogether(t *testing.T) {
 			require.NoError(t, err)
 
 			first := make(chan error, 1)
-			go func() { first <- b.Execute(context.Background(), auditFail) }()
+			go func() { first <- b.Execute(context.Background(), fail503) }()
 			<-g.entered // the first failure is on its way to the gate
-			require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+			require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 			close(g.release)
-			require.ErrorIs(t, <-first, errAudit)
+			require.ErrorIs(t, <-first, errUpstream)
 
 			assert.Equal(t, gate.Open, b.State(), "two failures reached the threshold of 2")
 			// The first failure reaches the gate after the second tripped

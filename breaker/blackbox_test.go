@@ -23,26 +23,26 @@ import (
 // Config.Clock, no access to the package's internals.
 
 var (
-	errAudit         = errors.New("upstream 503")
-	errAuditExcluded = errors.New("bad request")
+	errUpstream         = errors.New("upstream 503")
+	errExcluded = errors.New("bad request")
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// newAudit returns a breaker on the default memory gate, driven by a fake
+// newFakeClockBreaker returns a breaker on the default memory gate, driven by a fake
 // clock.
-func newAudit(t *testing.T, cfg breaker.Config) (*breaker.Breaker, *contracttest.FakeClock) {
+func newFakeClockBreaker(t *testing.T, cfg breaker.Config) (*breaker.Breaker, *contracttest.FakeClock) {
 	t.Helper()
 	clk := contracttest.NewFakeClock()
 	cfg.Clock = clk
 	cfg.Logger = quiet()
-	b, err := breaker.New("audit", cfg)
+	b, err := breaker.New("fake-clock", cfg)
 	require.NoError(t, err)
 	return b, clk
 }
 
-func auditFail(context.Context) error    { return errAudit }
-func auditSucceed(context.Context) error { return nil }
+func fail503(context.Context) error    { return errUpstream }
+func succeedFn(context.Context) error { return nil }
 
 // gobreaker's TestTwoStepCircuitBreaker: MaxRequests 2 with IsExcluded; in
 // half-open, two calls in flight make the others "too many requests"
@@ -50,12 +50,12 @@ func auditSucceed(context.Context) error { return nil }
 // outcomes free their places.
 func TestGobreaker_TwoStepCircuitBreaker(t *testing.T) {
 	const timeout = 60 * time.Second
-	b, clk := newAudit(t, breaker.Config{
+	b, clk := newFakeClockBreaker(t, breaker.Config{
 		Policy: gate.Policy{
 			ConsecutiveFailures: 6, Cooldown: timeout, CooldownMultiplier: 1,
 			SuccessThreshold: 2, HalfOpenProbes: 2, HalfOpenCalls: 2,
 		},
-		IsExcluded: func(err error) bool { return errors.Is(err, errAuditExcluded) },
+		IsExcluded: func(err error) bool { return errors.Is(err, errExcluded) },
 	})
 	step := func(err error) error {
 		tok, aerr := b.Allow(t.Context())
@@ -66,22 +66,22 @@ func TestGobreaker_TwoStepCircuitBreaker(t *testing.T) {
 		return nil
 	}
 	for range 5 {
-		require.NoError(t, step(errAudit))
+		require.NoError(t, step(errUpstream))
 	}
 	assert.Equal(t, gate.Closed, b.State())
 	assert.Equal(t, breaker.Counts{Requests: 5, TotalFailures: 5, ConsecutiveFailures: 5}, b.Counts())
 
 	require.NoError(t, step(nil))
 	assert.Equal(t, breaker.Counts{Requests: 6, TotalSuccesses: 1, TotalFailures: 5, ConsecutiveSuccesses: 1}, b.Counts())
-	require.NoError(t, step(errAudit))
+	require.NoError(t, step(errUpstream))
 	assert.Equal(t, breaker.Counts{Requests: 7, TotalSuccesses: 1, TotalFailures: 6, ConsecutiveFailures: 1}, b.Counts())
 
 	for range 5 {
-		require.NoError(t, step(errAudit))
+		require.NoError(t, step(errUpstream))
 	}
 	assert.Equal(t, gate.Open, b.State())
 	assert.Equal(t, breaker.Counts{}, b.Counts())
-	for _, err := range []error{nil, errAudit, errAuditExcluded} {
+	for _, err := range []error{nil, errUpstream, errExcluded} {
 		require.ErrorIs(t, step(err), breaker.ErrOpen)
 	}
 	assert.Equal(t, breaker.Counts{}, b.Counts(), "rejections are not requests")
@@ -95,19 +95,19 @@ func TestGobreaker_TwoStepCircuitBreaker(t *testing.T) {
 	require.NoError(t, err)
 	t2, err := b.Allow(t.Context())
 	require.NoError(t, err)
-	for _, e := range []error{nil, errAudit} {
+	for _, e := range []error{nil, errUpstream} {
 		err := step(e)
 		var oe *breaker.OpenError
 		require.ErrorAs(t, err, &oe, "too many requests")
 		assert.Equal(t, gate.HalfOpen, oe.State)
 		assert.Zero(t, oe.RetryAfter)
 	}
-	t1.Done(errAuditExcluded)
-	t2.Done(errAuditExcluded)
+	t1.Done(errExcluded)
+	t2.Done(errExcluded)
 	require.NoError(t, step(nil), "excluded outcomes gave their places back")
 	assert.Equal(t, gate.HalfOpen, b.State())
 
-	require.NoError(t, step(errAudit))
+	require.NoError(t, step(errUpstream))
 	assert.Equal(t, gate.Open, b.State())
 	assert.Equal(t, breaker.Counts{}, b.Counts())
 
@@ -123,22 +123,22 @@ func TestGobreaker_TwoStepCircuitBreaker(t *testing.T) {
 // in one half-open phase, a further one is "too many requests" even after
 // the first ones finished, until the phase is decided.
 func TestHalfOpenCallsCapsRequestsPerPhaseNotInFlight(t *testing.T) {
-	b, clk := newAudit(t, breaker.Config{Policy: gate.Policy{
+	b, clk := newFakeClockBreaker(t, breaker.Config{Policy: gate.Policy{
 		ConsecutiveFailures: 1, Cooldown: time.Second, CooldownMultiplier: 1,
 		SuccessThreshold: 2, HalfOpenProbes: 3, HalfOpenCalls: 3,
 	}})
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 	clk.Advance(time.Second)
 
 	// failure (tolerated: 2 successes are still reachable in 3), success,
 	// then the third probe is still out: the fourth request is refused.
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 	assert.Equal(t, gate.HalfOpen, b.State(), "one failure of three tolerated")
-	require.NoError(t, b.Execute(t.Context(), auditSucceed))
+	require.NoError(t, b.Execute(t.Context(), succeedFn))
 	third, err := b.Allow(t.Context())
 	require.NoError(t, err)
 	var oe *breaker.OpenError
-	require.ErrorAs(t, b.Execute(t.Context(), auditSucceed), &oe)
+	require.ErrorAs(t, b.Execute(t.Context(), succeedFn), &oe)
 	assert.Equal(t, gate.HalfOpen, oe.State)
 	assert.Zero(t, oe.RetryAfter)
 	assert.Equal(t, breaker.Counts{Requests: 3, TotalSuccesses: 1, TotalFailures: 1, ConsecutiveSuccesses: 1}, b.Counts())
@@ -147,18 +147,18 @@ func TestHalfOpenCallsCapsRequestsPerPhaseNotInFlight(t *testing.T) {
 	assert.Equal(t, gate.Closed, b.State(), "second success closes")
 
 	// Two failures of three: the threshold can no longer be reached.
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 	clk.Advance(time.Second)
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 	assert.Equal(t, gate.Open, b.State())
 }
 
 // A probe whose caller gives up is not a failure: its lease is given back
 // at once, and the next caller probes.
 func TestCancelledProbeGivesTheLeaseBack(t *testing.T) {
-	b, clk := newAudit(t, breaker.Config{Policy: gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Second, ProbeTTL: time.Hour}})
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+	b, clk := newFakeClockBreaker(t, breaker.Config{Policy: gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Second, ProbeTTL: time.Hour}})
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 	clk.Advance(time.Second)
 	ctx, cancel := context.WithCancel(t.Context())
 	err := b.Execute(ctx, func(ctx context.Context) error {
@@ -168,7 +168,7 @@ func TestCancelledProbeGivesTheLeaseBack(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, gate.HalfOpen, b.State())
 	assert.Equal(t, uint64(1), b.Metrics().Cancelled)
-	require.NoError(t, b.Execute(t.Context(), auditSucceed), "the lease was given back")
+	require.NoError(t, b.Execute(t.Context(), succeedFn), "the lease was given back")
 	assert.Equal(t, gate.Closed, b.State())
 }
 
@@ -178,9 +178,9 @@ func TestPanickingProbeReopensAndRepanics(t *testing.T) {
 	for _, via := range []string{"Do", "DoResult"} {
 		t.Run(via, func(t *testing.T) {
 			var changes []gate.State
-			b, clk := newAudit(t, breaker.Config{Policy: gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Second, CooldownMultiplier: 1}})
+			b, clk := newFakeClockBreaker(t, breaker.Config{Policy: gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Second, CooldownMultiplier: 1}})
 			b.OnStateChange(func(ev breaker.StateChange) { changes = append(changes, ev.To) })
-			require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+			require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 			clk.Advance(time.Second)
 			boom := func(context.Context) (int, error) { panic("boom") }
 			require.PanicsWithValue(t, "boom", func() {
@@ -203,11 +203,11 @@ func TestPanickingProbeReopensAndRepanics(t *testing.T) {
 // requests, however many goroutines race for them (run with -race).
 func TestHalfOpenCallsUnderConcurrency(t *testing.T) {
 	const n = 3
-	b, clk := newAudit(t, breaker.Config{Policy: gate.Policy{
+	b, clk := newFakeClockBreaker(t, breaker.Config{Policy: gate.Policy{
 		ConsecutiveFailures: 1, Cooldown: time.Second,
 		SuccessThreshold: n, HalfOpenProbes: n, HalfOpenCalls: n,
 	}})
-	require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+	require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 	clk.Advance(time.Second)
 
 	release := make(chan struct{})

@@ -15,7 +15,7 @@ import (
 	"github.com/pgw-go/pgw/gate/memory"
 )
 
-type auditCtxKey struct{}
+type eventCtxKey struct{}
 
 // A StateChange observed by a call whose caller had already given up
 // carries that call's context without its cancellation, whichever answer of
@@ -36,12 +36,12 @@ func TestStateChangeContextIsNeverCancelled(t *testing.T) {
 		evs = append(evs, ev)
 		mu.Unlock()
 	})
-	ctx, cancel := context.WithCancel(context.WithValue(t.Context(), auditCtxKey{}, "caller"))
+	ctx, cancel := context.WithCancel(context.WithValue(t.Context(), eventCtxKey{}, "caller"))
 	cancel()
 
 	// Rejection: another process tripped the shared gate.
-	require.ErrorIs(t, other.Execute(t.Context(), auditFail), errAudit)
-	require.ErrorIs(t, b.Execute(ctx, auditSucceed), breaker.ErrOpen)
+	require.ErrorIs(t, other.Execute(t.Context(), fail503), errUpstream)
+	require.ErrorIs(t, b.Execute(ctx, succeedFn), breaker.ErrOpen)
 	// Admission: the cooldown passed; this call takes the probe.
 	clk.Advance(time.Second)
 	require.ErrorIs(t, b.Execute(ctx, func(ctx context.Context) error { return ctx.Err() }), context.Canceled)
@@ -51,7 +51,7 @@ func TestStateChangeContextIsNeverCancelled(t *testing.T) {
 	require.Len(t, evs, 2)
 	for i, want := range []gate.State{gate.Open, gate.HalfOpen} {
 		assert.Equal(t, want, evs[i].To)
-		assert.Equal(t, "caller", evs[i].Context.Value(auditCtxKey{}), "the caller's context")
+		assert.Equal(t, "caller", evs[i].Context.Value(eventCtxKey{}), "the caller's context")
 		assert.NoError(t, evs[i].Context.Err(), "without its cancellation (change to %v)", want)
 	}
 }

@@ -24,20 +24,20 @@ func TestIntervalEndedCallDoesNotTripOnTheEndedCounts(t *testing.T) {
 			} else {
 				cfg.FailureThreshold = 2
 			}
-			b, clk := newAudit(t, cfg)
-			require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+			b, clk := newFakeClockBreaker(t, cfg)
+			require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 			clk.Advance(5 * time.Second)
 			tok, err := b.Allow(t.Context())
 			require.NoError(t, err)
 			clk.Advance(6 * time.Second) // the interval is over
-			tok.Done(errAudit)
+			tok.Done(errUpstream)
 			assert.Equal(t, gate.Closed, b.State(), "one failure of the ended interval, one finished after it: no trip")
 			assert.Equal(t, breaker.Counts{}, b.Counts())
 
 			// The new interval counts from zero: two failures of its own trip.
-			require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+			require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 			assert.Equal(t, gate.Closed, b.State())
-			require.ErrorIs(t, b.Execute(t.Context(), auditFail), errAudit)
+			require.ErrorIs(t, b.Execute(t.Context(), fail503), errUpstream)
 			assert.Equal(t, gate.Open, b.State())
 		})
 	}

@@ -26,23 +26,23 @@ func TestStaleFailureDoesNotTripASharedGateThroughReadyToTrip(t *testing.T) {
 	bb, err := breaker.New("shared", breaker.Config{Gate: g, Logger: quiet()})
 	require.NoError(t, err)
 
-	require.ErrorIs(t, a.Execute(t.Context(), auditFail), errAudit)
+	require.ErrorIs(t, a.Execute(t.Context(), fail503), errUpstream)
 	old, err := a.Allow(t.Context())
 	require.NoError(t, err)
 
 	// B resets the shared consecutive count, then trips the gate, then
 	// probes it closed.
-	require.NoError(t, bb.Execute(t.Context(), auditSucceed))
-	require.ErrorIs(t, bb.Execute(t.Context(), auditFail), errAudit)
-	require.ErrorIs(t, bb.Execute(t.Context(), auditFail), errAudit)
+	require.NoError(t, bb.Execute(t.Context(), succeedFn))
+	require.ErrorIs(t, bb.Execute(t.Context(), fail503), errUpstream)
+	require.ErrorIs(t, bb.Execute(t.Context(), fail503), errUpstream)
 	require.Equal(t, gate.Open, bb.State())
 	clk.Advance(time.Second)
-	require.NoError(t, bb.Execute(t.Context(), auditSucceed))
+	require.NoError(t, bb.Execute(t.Context(), succeedFn))
 	require.Equal(t, gate.Closed, bb.State())
 	closed, err := g.Snapshot(t.Context(), "shared")
 	require.NoError(t, err)
 
-	old.Done(errAudit) // admitted in the generation before the trip
+	old.Done(errUpstream) // admitted in the generation before the trip
 	snap, err := g.Snapshot(t.Context(), "shared")
 	require.NoError(t, err)
 	assert.Equal(t, gate.Closed, snap.State, "a stale failure must not trip the shared gate")
