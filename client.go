@@ -245,6 +245,12 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		// fail_open starts on local gates when Redis does not answer in time;
 		// a cancelled start is no outage.
 		if s.Redis.Down == config.RedisFailClosed || errors.Is(ctx.Err(), context.Canceled) {
+			if errors.Is(err, context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, redis.ErrUnreachable) {
+				// A Redis that accepts connections but never answers ran
+				// out New's deadline: it did not answer, which is an
+				// unreachable Redis to a gateway that must start on it.
+				err = &redis.UnreachableError{Op: "Preload", Err: err}
+			}
 			return fail(fmt.Errorf("pgw: loading the gate scripts into redis: %w", err))
 		}
 		o.logger.Warn("pgw: redis unreachable at start; gates serve from local memory until it answers",

@@ -122,6 +122,7 @@ type SourceAdmission struct {
 	admitter    gate.Admitter  // the quota gate when it can admit with the breaker
 	concluder   gate.Concluder // the quota gate when it can give back with the breaker
 	probes      []probeWait    // by selector index: probe outcomes in the writer
+	degrader    Degrader       // the breaker when it can report an outage of its store
 }
 
 // New validates cfg and returns the scope's admission.
@@ -195,6 +196,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 	}
 	if co, ok := cfg.Quota.(gate.Concluder); ok {
 		a.concluder = co
+	}
+	if dg, ok := cfg.Breaker.(Degrader); ok {
+		a.degrader = dg
 	}
 	if a.memo == nil {
 		a.memo = NewMemo()
@@ -289,7 +293,9 @@ func memoReason(held bool) Reason {
 // logged: the caller gave up, no gate failed. With a Writer, a source whose
 // outcome from this admission that may move its breaker (a probe's, a
 // Failure, a Fatal) is still being written is asked about only once it is
-// written (a wait bounded by ctx).
+// written (a wait bounded by ctx) — except while the breaker reports an
+// outage of its store (Degrader): its local fallback answers then, and no
+// call waits for the store.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	return a.pick(ctx, attemptFails, estTokens, nil, nil)
 }
@@ -327,7 +333,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			rej = a.reject(rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
 			continue
 		}
-		if a.probes != nil && a.probes[i].n.Load() > 0 {
+		if a.probes != nil && a.probes[i].n.Load() > 0 && !a.storeOut() {
 			// This admission's own outcome that may move the source's
 			// breaker (a probe's, a failure) is still in the writer: the
 			// breaker must hear it before the next question.
@@ -452,6 +458,17 @@ func (a *SourceAdmission) waitable(rej Rejections) bool {
 		return a.circuitOpen == Wait
 	}
 	return a.quotaFull == Wait
+}
+
+// storeOut reports whether the breaker's shared store is out (Degrader).
+// The next question then goes to the breaker's local fallback (or fails
+// at once), which an outcome waiting in the writer cannot move: that
+// outcome belongs to a decision of the store, and the writer tries the
+// store with it for up to its write timeout, which no call waits for
+// during an outage. (A local decision's outcome reaches the writer only
+// when its permit came from the store: an outage ended between the two.)
+func (a *SourceAdmission) storeOut() bool {
+	return a.degrader != nil && a.degrader.Degraded()
 }
 
 // probeWait tracks the outcomes of one source that wait in the writer and

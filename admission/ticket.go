@@ -127,6 +127,14 @@ type LocalDecider interface {
 	LocalDecision(d gate.Decision) bool
 }
 
+// Degrader is implemented by a breaker gate whose shared store can be out
+// (a Redis failover gate): during such an outage it decides from a local
+// fallback, or fails at once, without asking the store.
+type Degrader interface {
+	// Degraded reports whether an outage of the store is in progress.
+	Degraded() bool
+}
+
 // LocalPermitter is implemented by a quota gate that can tell a permit its
 // in-process fallback granted: giving it back does no I/O.
 type LocalPermitter interface {

@@ -85,7 +85,10 @@ type WriterStats struct {
 // Fatal — is written before the same admission asks the breaker about that
 // source again: while one waits in the writer, Pick waits for it (bounded by
 // the caller's ctx), so a process never sees its own probe as still in
-// flight, nor retries a source its own failure just opened. Other outcomes
+// flight, nor retries a source its own failure just opened. During an
+// outage of the store (the breaker is a Degrader reporting one) Pick does
+// not wait: the local fallback that answers then is not the gate the
+// outcome goes to. Other outcomes
 // (a Closed admission's Success or Released) cannot move the state and are
 // written in no particular order, as concurrent calls' outcomes always were;
 // the observer and the state-change log line see an outcome's effect once

@@ -26,7 +26,7 @@ func (f *QuotaFailover) Conclude(ctx context.Context, b gate.ProviderGate, cs []
 		return false // during an outage each part goes where Record and Finish send it
 	}
 	for _, c := range cs {
-		if c.Decision.Token&fallbackBit != 0 || c.Permit.ID == fallbackPermitID {
+		if c.Decision.Token&fallbackBit != 0 || (c.HasPermit && f.LocalPermit(c.Permit)) {
 			return false
 		}
 	}

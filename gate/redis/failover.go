@@ -117,7 +117,8 @@ func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, 
 		if err := f.outageNow("TryEnter"); err != nil {
 			return gate.Decision{}, err
 		}
-		return f.primary.TryEnter(ctx, source)
+		d, err := f.primary.TryEnter(ctx, source)
+		return d, f.closedSettle(err)
 	}
 	if use, probe := f.usePrimary(); use {
 		d, err := f.primary.TryEnter(ctx, source)
@@ -134,7 +135,8 @@ func (f *Failover) TryEnter(ctx context.Context, source string) (gate.Decision, 
 // Record records to the gate that granted d.
 func (f *Failover) Record(ctx context.Context, source string, d gate.Decision, o gate.Outcome) (gate.Update, error) {
 	if f.mode == FailClosed {
-		return f.primary.Record(ctx, source, d, o)
+		u, err := f.primary.Record(ctx, source, d, o)
+		return u, f.closedSettle(err)
 	}
 	if d.Token&fallbackBit != 0 {
 		d.Token &^= fallbackBit
@@ -172,7 +174,8 @@ func (f *Failover) RetryAfter(ctx context.Context, sources []string) (time.Durat
 		if err := f.outageNow("RetryAfter"); err != nil {
 			return 0, err
 		}
-		return f.primary.RetryAfter(ctx, sources)
+		ra, err := f.primary.RetryAfter(ctx, sources)
+		return ra, f.closedSettle(err)
 	}
 	if use, probe := f.usePrimary(); use {
 		ra, err := f.primary.RetryAfter(ctx, sources)
@@ -189,7 +192,8 @@ func (f *Failover) Snapshot(ctx context.Context, source string) (gate.Snapshot, 
 		if err := f.outageNow("Snapshot"); err != nil {
 			return gate.Snapshot{}, err
 		}
-		return f.primary.Snapshot(ctx, source)
+		s, err := f.primary.Snapshot(ctx, source)
+		return s, f.closedSettle(err)
 	}
 	if use, probe := f.usePrimary(); use {
 		s, err := f.primary.Snapshot(ctx, source)

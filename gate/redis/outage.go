@@ -73,6 +73,17 @@ func (o *outage) outageNow(op string) error {
 	return nil
 }
 
+// closedSettle books the primary's answer to a FailClosed gate: a Redis
+// found unreachable starts its prober's outage at once, so that the calls
+// after it fail at once instead of each trying Redis until the next probe.
+// It returns err.
+func (o *outage) closedSettle(err error) error {
+	if o.pr != nil && errors.Is(err, ErrUnreachable) {
+		o.pr.report(err)
+	}
+	return err
+}
+
 // usePrimary reports whether this call goes to the primary: always outside
 // an outage; during one, a single call (the probe) once the retry interval
 // has passed.

@@ -372,3 +372,53 @@ func TestFleetQuotaAcrossAChangeOfTheFleetsSize(t *testing.T) {
 	require.NoError(t, fq.Release(ctx, big))
 	assert.Zero(t, fq.InFlight("s"))
 }
+
+// Under fail_closed too, a caller's operation that finds Redis unreachable
+// starts the prober's outage at once: the calls after it fail at once with
+// ErrUnreachable instead of each dialling a dead Redis until the next probe.
+func TestFailClosedCallersUnreachableErrorStartsTheProbersOutage(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := proxiedClient(t, srv.Addr)
+	scope := uniqueScope()
+	limits := map[string]gate.Limits{"s": {MaxInFlight: 2}}
+	rb, err := redis.NewBreaker(c, scope, gate.Policy{})
+	require.NoError(t, err)
+	rq, err := redis.NewQuota(c, scope, limits)
+	require.NoError(t, err)
+	ops := map[string]func(b *redis.Failover, q *redis.QuotaFailover) error{
+		"TryEnter": func(b *redis.Failover, _ *redis.QuotaFailover) error {
+			_, err := b.TryEnter(t.Context(), "s")
+			return err
+		},
+		"Acquire": func(_ *redis.Failover, q *redis.QuotaFailover) error {
+			_, _, err := q.Acquire(t.Context(), "s", 0)
+			return err
+		},
+		"Admit": func(b *redis.Failover, q *redis.QuotaFailover) error {
+			_, _, _, _, err := q.Admit(t.Context(), b, "s", 0)
+			return err
+		},
+	}
+	first := true
+	for name, op := range ops {
+		if !first {
+			srv.Restart(t)
+		}
+		first = false
+		logs := &logSink{}
+		pr, err := redis.NewProber(c, redis.WithProbeInterval(time.Hour), redis.WithProbeTimeout(time.Second),
+			redis.WithProbeBackoff(time.Hour), redis.WithHeartbeatTTL(2*time.Hour), redis.WithProberLogger(slog.New(logs)),
+			redis.WithProberMode(redis.FailClosed))
+		require.NoError(t, err)
+		require.True(t, waitFor(5*time.Second, func() bool { p, _ := pr.Probes(); return p >= 1 && !pr.Down() }), name)
+		b, err := redis.NewFailover(rb, nil, redis.FailClosed, slog.New(logs), redis.WithProber(pr))
+		require.NoError(t, err)
+		q, err := redis.NewQuotaFailover(rq, nil, redis.FailClosed, slog.New(logs), redis.WithProber(pr))
+		require.NoError(t, err)
+
+		srv.Stop()
+		require.ErrorIs(t, op(b, q), redis.ErrUnreachable, name)
+		assert.True(t, pr.Down(), "%s: the caller's unreachable error started the outage", name)
+		pr.Close()
+	}
+}

@@ -76,7 +76,8 @@ func (f *QuotaFailover) Acquire(ctx context.Context, source string, estTokens in
 		if err := f.outageNow("Acquire"); err != nil {
 			return gate.Permit{}, gate.QuotaDecision{}, err
 		}
-		return f.primary.Acquire(ctx, source, estTokens)
+		p, d, err := f.primary.Acquire(ctx, source, estTokens)
+		return p, d, f.closedSettle(err)
 	}
 	if use, probe := f.usePrimary(); use {
 		p, d, err := f.primary.Acquire(ctx, source, estTokens)
@@ -129,7 +130,7 @@ func (f *QuotaFailover) dropUnreachable(err error) error {
 		f.settle(err, false)
 		return nil
 	}
-	return err
+	return f.closedSettle(err)
 }
 
 var _ gate.Admitter = (*QuotaFailover)(nil)
@@ -153,7 +154,8 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 		if isFailover {
 			b = fb.primary
 		}
-		return pa.Admit(ctx, b, source, estTokens)
+		d, p, qd, ok, err = pa.Admit(ctx, b, source, estTokens)
+		return d, p, qd, ok, f.closedSettle(err)
 	}
 	if !isFailover || fb.mode != FailOpen || f.Degraded() || fb.Degraded() {
 		return d, p, qd, false, nil
@@ -205,7 +207,7 @@ func (f *QuotaFailover) AdmitBudget(ctx context.Context, b gate.ProviderGate, bu
 		if ok && budgetFailover && errors.Is(err, ErrUnreachable) {
 			bf.settle(err, false)
 		}
-		return d, p, qd, ok, err
+		return d, p, qd, ok, f.closedSettle(err)
 	}
 	if !isFailover || fb.mode != FailOpen || f.Degraded() || fb.Degraded() {
 		return d, p, qd, false, nil
