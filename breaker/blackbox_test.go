@@ -23,7 +23,7 @@ import (
 // Config.Clock, no access to the package's internals.
 
 var (
-	errUpstream         = errors.New("upstream 503")
+	errUpstream = errors.New("upstream 503")
 	errExcluded = errors.New("bad request")
 )
 
@@ -41,7 +41,7 @@ func newFakeClockBreaker(t *testing.T, cfg breaker.Config) (*breaker.Breaker, *c
 	return b, clk
 }
 
-func fail503(context.Context) error    { return errUpstream }
+func fail503(context.Context) error   { return errUpstream }
 func succeedFn(context.Context) error { return nil }
 
 // gobreaker's TestTwoStepCircuitBreaker: MaxRequests 2 with IsExcluded; in

@@ -62,7 +62,7 @@ func (q *Quota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Con
 		}
 		_, _ = pipe.Exec(ctx) // every command carries its own error
 		for j, k := range calls {
-			if err := cmds[j].Err(); err != nil && (goredis.HasErrorPrefix(err, "NOSCRIPT") || notServed(err)) {
+			if err := cmds[j].Err(); err != nil && (goredis.HasErrorPrefix(err, "NOSCRIPT") || notServedNow(err)) {
 				cmds[j] = runArgs(ctx, q.c, scriptConcludeSrc, k.args)
 			}
 		}

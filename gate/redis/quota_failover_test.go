@@ -101,3 +101,51 @@ func TestNewQuotaFailoverRejectsBadArguments(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "mode", ae.Name)
 }
+
+// A redis-server out of memory under noeviction answers, but refuses every
+// write: under fail_open the quota is served locally, under fail_closed the
+// caller hears ErrUnreachable — never a script error, which would fail the
+// call as a bug — and either way at once, without the retry a migrating
+// slot gets.
+func TestQuotaOnARedisThatRefusesWrites(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	c := fastFailClient(t, srv.Addr)
+	limits := map[string]gate.Limits{"s": {MaxInFlight: 2, RPM: 100}}
+	newQuota := func() *redis.Quota {
+		q, err := redis.NewQuota(c, uniqueScope(), limits)
+		require.NoError(t, err)
+		return q
+	}
+	fallback, err := memory.NewQuota(limits)
+	require.NoError(t, err)
+	open, err := redis.NewQuotaFailover(newQuota(), fallback, redis.FailOpen, nil, redis.WithRetryInterval(0))
+	require.NoError(t, err)
+	closed, err := redis.NewQuotaFailover(newQuota(), nil, redis.FailClosed, nil)
+	require.NoError(t, err)
+	ctx := t.Context()
+	for _, f := range []*redis.QuotaFailover{open, closed} {
+		p, d, err := f.Acquire(ctx, "s", 0) // the scripts loaded while writes are allowed
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		require.NoError(t, f.Release(ctx, p))
+	}
+
+	_, err = srv.Do("CONFIG", "SET", "maxmemory-policy", "noeviction")
+	require.NoError(t, err)
+	_, err = srv.Do("CONFIG", "SET", "maxmemory", "1")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = srv.Do("CONFIG", "SET", "maxmemory", "0") })
+	require.Error(t, c.Set(ctx, "probe", "x", 0).Err(), "Redis refuses writes now")
+
+	p, d, err := open.Acquire(ctx, "s", 0)
+	require.NoError(t, err, "fail_open serves a Redis refusing writes locally")
+	require.True(t, d.Allowed)
+	assert.True(t, open.Degraded())
+	assert.Equal(t, 1, fallback.InFlight("s"), "the permit is the fallback's")
+	require.NoError(t, open.Release(ctx, p))
+
+	_, _, err = closed.Acquire(ctx, "s", 0)
+	require.ErrorIs(t, err, redis.ErrUnreachable)
+	assert.NotContains(t, err.Error(), "script error")
+	assert.Contains(t, err.Error(), "OOM", "the server's own reason is kept")
+}

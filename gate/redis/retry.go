@@ -13,11 +13,23 @@ import (
 // cannot serve a command now, before running any of it: the slot is being
 // migrated (TRYAGAIN, and ASK or MOVED left over once go-redis has used up
 // its redirects), the cluster has no quorum, the server is still loading
-// its data, a replica is cut off from its master, or a node was just
-// demoted by a failover. None is a script error: such an operation is
+// its data, a replica is cut off from its master, a node was just demoted
+// by a failover, or another client's script runs past the time limit
+// (BUSY). None is a script error: such an operation is
 // retried for a moment (runScript), then reported as ErrUnreachable so that
 // fail_open serves locally.
-var notHereNotNow = []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY"}
+var notHereNotNow = []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY", "BUSY "}
+
+// writesRefused lists the replies with which a reachable server refuses
+// every write for as long as a condition of its own lasts: it is out of
+// memory under the noeviction policy (OOM), cannot persist a snapshot and
+// stops writes for it (MISCONF), or has fewer replicas than
+// min-replicas-to-write (NOREPLICAS). Redis decides each once per script,
+// at its first write, so a script refused this way has changed nothing. It
+// is no script error either: the gates report it as ErrUnreachable at once,
+// without runScript's retry, since it does not pass in a moment, and the
+// prober's heartbeat, a write, sees an outage until it ends.
+var writesRefused = []string{"OOM ", "MISCONF ", "NOREPLICAS "}
 
 // retryBudget bounds how long runScript retries a not-here-not-now reply:
 // a slot migration of a few keys or a cluster failover ends within it, and a
@@ -25,8 +37,19 @@ var notHereNotNow = []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN", "LOADI
 // caller's deadline bounds it further.
 const retryBudget = time.Second
 
-// notServed reports whether err is a reply of notHereNotNow.
+// notServed reports whether err is a reply of notHereNotNow or
+// writesRefused: the server is reachable but did not run the command.
 func notServed(err error) bool {
+	return hasReplyPrefix(err, notHereNotNow) || hasReplyPrefix(err, writesRefused)
+}
+
+// notServedNow reports whether err is a reply of notHereNotNow, one that
+// passes in a moment and is worth retrying.
+func notServedNow(err error) bool { return hasReplyPrefix(err, notHereNotNow) }
+
+// hasReplyPrefix reports whether err is a server's error reply starting
+// with one of prefixes (after an "ERR " some servers put first).
+func hasReplyPrefix(err error, prefixes []string) bool {
 	if err == nil {
 		return false // before rerr, which escapes: no allocation on success
 	}
@@ -35,7 +58,7 @@ func notServed(err error) bool {
 		return false
 	}
 	msg := strings.TrimPrefix(rerr.Error(), "ERR ")
-	for _, p := range notHereNotNow {
+	for _, p := range prefixes {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
@@ -103,7 +126,7 @@ func evalArgs(src string, args []any) []any {
 // again, within retryBudget and ctx's deadline (runScript).
 func retryNotServed(ctx context.Context, run func() *goredis.Cmd) *goredis.Cmd {
 	cmd := run()
-	if !notServed(cmd.Err()) {
+	if !notServedNow(cmd.Err()) {
 		return cmd
 	}
 	until := time.Now().Add(retryBudget)
@@ -124,7 +147,7 @@ func retryNotServed(ctx context.Context, run func() *goredis.Cmd) *goredis.Cmd {
 		case <-t.C:
 		}
 		cmd = run()
-		if !notServed(cmd.Err()) {
+		if !notServedNow(cmd.Err()) {
 			return cmd
 		}
 		pause = min(2*pause, 32*time.Millisecond)

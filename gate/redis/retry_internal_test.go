@@ -86,3 +86,26 @@ func TestRunScriptRetriesAMigratingSlotWithinItsBudget(t *testing.T) {
 	_ = runScript(ctx, c, s, []string{"k"})
 	assert.Less(t, time.Since(start), 20*time.Millisecond+50*time.Millisecond)
 }
+
+func TestRefusedWritesAreUnreachableAtOnce(t *testing.T) {
+	s := newLua("return 7")
+	for _, msg := range []string{
+		"OOM command not allowed when used memory > 'maxmemory'.",
+		"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.",
+		"NOREPLICAS Not enough good replicas to write.",
+	} {
+		err := wrapErr(context.Background(), "Admit", "hot", replyErr(msg))
+		assert.ErrorIs(t, err, ErrUnreachable, msg)
+		assert.NotContains(t, err.Error(), "script error", msg)
+
+		c := &notHereScripter{replies: []error{replyErr(msg), nil}}
+		require.Error(t, runScript(context.Background(), c, s, []string{"k"}).Err(), msg)
+		assert.Equal(t, 1, c.calls, "%s lasts: not retried", msg)
+	}
+	// A script running past its time limit passes: retried like a migration.
+	c := &notHereScripter{replies: []error{replyErr("BUSY Redis is busy running a script."), nil}}
+	v, err := runScript(context.Background(), c, s, []string{"k"}).Int64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 7, v)
+	assert.Equal(t, 2, c.calls)
+}
