@@ -91,7 +91,7 @@ func TestEveryLoopFollowsTheCircuitOpenMatrix(t *testing.T) {
 					p + "POLL_INTERVAL_S":     "0.01",
 					p + "MAX_ATTEMPTS":        "3",
 					p + "QUOTA_FULL":          "fail_fast", // a breaker wait is never a quota one
-					p + "SOLO__MAX_IN_FLIGHT": "4",
+					p + "SOLO__MAX_IN_FLIGHT": "1",         // a permit kept by any path blocks the next attempt
 				})
 				var calls atomic.Int32
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -108,6 +108,10 @@ func TestEveryLoopFollowsTheCircuitOpenMatrix(t *testing.T) {
 					require.ErrorAs(t, err, &he, "the 503 that opened the breaker is reachable")
 					assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
 					assert.Equal(t, []string{"solo:failure"}, rec.Outcomes())
+					// Once the cooldown has passed the next call is served:
+					// the failed call kept neither its permit nor a lease.
+					time.Sleep(300 * time.Millisecond)
+					require.NoError(t, f.call(ctx, gw, &calls))
 					return
 				}
 				require.NoError(t, err)
