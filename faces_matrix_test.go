@@ -121,3 +121,38 @@ func TestEveryLoopFollowsTheCircuitOpenMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryLoopEndsAtOnceWhenTheCooldownOutlastsTheDeadline: under
+// CIRCUIT_OPEN=wait, whichever face a call comes through, a cooldown that
+// ends past the caller's deadline ends the call at once with
+// *CircuitOpenError, never with context.DeadlineExceeded after sleeping.
+func TestEveryLoopEndsAtOnceWhenTheCooldownOutlastsTheDeadline(t *testing.T) {
+	for name, f := range loopFaces(t) {
+		t.Run(name, func(t *testing.T) {
+			up := testutil.NewUpstream(t)
+			if f.ep != "" {
+				up.Enqueue(f.ep, testutil.Reply{Status: http.StatusServiceUnavailable})
+			}
+			p := f.scope + "__"
+			gw, _ := newGateway(t, map[string]string{
+				"PGW_SCOPES":            f.scope,
+				p + "SOURCES":           "solo",
+				p + "SOLO__BASE_URL":    up.URL,
+				p + "CIRCUIT_OPEN":      "wait",
+				p + "FAILURE_THRESHOLD": "1",
+				p + "COOLDOWN_S":        "60",
+			})
+			var calls atomic.Int32
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := f.call(ctx, gw, &calls)
+			require.NoError(t, ctx.Err(), "the call did not sleep into its deadline")
+			var coe *pgw.CircuitOpenError
+			require.ErrorAs(t, err, &coe)
+			assert.NotErrorIs(t, err, context.DeadlineExceeded)
+			assert.Greater(t, coe.RetryAfter, 50*time.Second)
+			var he *pgw.HTTPError
+			require.ErrorAs(t, err, &he, "the 503 that opened the breaker is reachable")
+		})
+	}
+}
