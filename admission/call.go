@@ -132,15 +132,16 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		c.leave(err, "")
 		return err
 	}
-	remaining := time.Duration(1<<63 - 1)
-	stallLeft := remaining
+	stallLeft := time.Duration(1<<63 - 1)
 	if c.stall != nil {
 		if c.stall.Stalled() {
 			err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonStalled, Reasons: rej.Map(), RetryAfter: hint}
 			c.leave(err, "")
 			return err
 		}
-		remaining = c.stall.Remaining()
+		// The horizon, not the call's own budget: while its scope delivers
+		// the call cannot be stalled before it, so waking at the end of its
+		// own budget would only poll a gate whose answer is certain.
 		stallLeft = c.stallLeft()
 	}
 	// A certain wait that ends past the caller's deadline or the stall
@@ -149,7 +150,7 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 	if why != "" {
 		return c.giveUp(ctx, why, rej, hint, untilDeadline, allGate)
 	}
-	nap := fitNap(Nap(hint, a.poll, remaining, a.rand()), hint, untilDeadline)
+	nap := fitNap(Nap(hint, a.poll, stallLeft, a.rand()), hint, untilDeadline)
 	c.naps++
 	if !c.waiting {
 		c.waiting = true

@@ -36,9 +36,9 @@
 // gate rejection (cooldown, circuit_open) the scope's CIRCUIT_OPEN mode
 // applies, otherwise its QUOTA_FULL mode — so a breaker wait is never reported
 // as quota_exhausted. A waiting call sleeps nap(hint): to the certain end of
-// the earliest cooldown plus jitter, clamped to the remaining stall budget, so
-// it asks the gate about once per cooldown and its worst wall time is the
-// stall window plus one poll interval.
+// the earliest cooldown plus jitter, clamped to one poll past the moment the
+// call would be stalled, so it asks the gate about once per cooldown and its
+// worst wall time is the stall window plus one poll interval.
 //
 // The admission watches what its breaker answers: a state (or an operator's
 // override) other than the one it last saw is logged ("pgw: breaker state

@@ -22,7 +22,9 @@ import (
 // path; the lower clamp bound only keeps an exhausted (≤ 0) remaining budget
 // from turning the nap into a busy spin.
 //
-// r is a random number in [0, 1).
+// remainingStall is how long the call may still wait before it is stalled:
+// its own budget, or longer while its scope's other calls deliver (see
+// StallHorizon). r is a random number in [0, 1).
 func Nap(hint, poll, remainingStall time.Duration, r float64) time.Duration {
 	jitter := time.Duration(float64(poll) * (0.5 + 0.5*r))
 	d := jitter

@@ -356,10 +356,13 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		}
 		failures++
 		delay := l.backoff.Delay(failures, l.rand())
-		if limit := stall.Remaining() + time.Millisecond; delay > limit {
-			// Backoff is stall time too: it ends just past the stall budget,
-			// never beyond it, so a failing call stalls on time (its worst
-			// wall time stays the window plus one poll).
+		if limit := stall.Horizon() + time.Millisecond; delay > limit {
+			// Backoff is stall time too: it ends just past the moment the
+			// call would be stalled, never beyond it, so a failing call
+			// stalls on time (its worst wall time stays the window plus one
+			// poll). That moment is the horizon: while the scope delivers,
+			// a call past its own budget is not stalled and backs off in
+			// full.
 			delay = max(limit, 0)
 		}
 		if err := l.sleep(ctx, delay); err != nil {
