@@ -172,3 +172,23 @@ func TestPinnedNamesCompile(t *testing.T) {
 	_ = pinnedCallStream
 	_ = pinnedDo
 }
+
+// The stable codes of the public errors.
+func TestPinnedErrorCodes(t *testing.T) {
+	for want, err := range map[string]interface{ Code() string }{
+		"PGW-CB-OPEN":     &pgw.CircuitOpenError{},
+		"PGW-EXHAUSTED":   &pgw.AllSourcesExhausted{},
+		"PGW-UNAVAILABLE": &pgw.GatewayUnavailableError{},
+		"PGW-CONFIG":      &pgw.ConfigError{},
+	} {
+		if got := err.Code(); got != want {
+			t.Errorf("%T.Code() = %q, want %q", err, got, want)
+		}
+	}
+	if got := (&breaker.OpenError{}).Code(); got != "PGW-CB-OPEN" {
+		t.Errorf("breaker.OpenError.Code() = %q", got)
+	}
+	if !errors.Is(&breaker.OpenError{}, breaker.ErrOpen) {
+		t.Error("a *breaker.OpenError does not match breaker.ErrOpen")
+	}
+}
