@@ -32,8 +32,8 @@
 //	{SCOPE}__MAX_COOLDOWN_S     ≥ COOLDOWN_S, default max(600, COOLDOWN_S)
 //	{SCOPE}__PROBE_TTL_S        default gate.DefaultProbeTTL(cooldown, slowest source timeout)
 //	{SCOPE}__BALANCE            weighted | latency, default weighted
-//	{SCOPE}__HEDGE_AFTER_S      fixed hedge delay; unset = none
-//	{SCOPE}__HEDGE_AFTER        pNN in [50, 99.9]: adaptive hedge delay; unset = none
+//	{SCOPE}__HEDGE_AFTER_S      fixed hedge delay; unset or 0 = none
+//	{SCOPE}__HEDGE_AFTER        pNN (or PNN) in [50, 99.9]: adaptive hedge delay; unset = none
 //	{SCOPE}__HEDGE_BUDGET       share of calls that may hedge, (0, 1], default 0.1
 //	{SCOPE}__HEDGE_MAX          hedges per call, [1, 4], default 1
 //
@@ -45,23 +45,29 @@
 //	API_KEY        secret, never printed; empty or unset means none
 //	MODEL          free text
 //	TIMEOUT_S      default 60
-//	RPM, TPM       requests and tokens per minute, ≥ 0, 0 (default) = unlimited
+//	RPM, TPM       requests and tokens per minute: 0 (default) = unlimited,
+//	               1…18764998, or a multiple of 1000 up to 2147483000
 //	MAX_IN_FLIGHT  ≥ 0, 0 (default) = unlimited
 //	WEIGHT         share within a priority tier, 1…1000000, default 1
 //	PRIORITY       integer, default 0; lower is tried first
 //	BATCH_SIZE     most inputs per embedding request, ≥ 0, 0 (default) = no split
 //	MAX_TOKENS     answer bound of chat requests that set none, ≥ 0, 0 (default) =
 //	               the provider's default (Anthropic, which requires one: 4096)
+//	PROVIDER       openai (default) | azure | anthropic: credential header, error
+//	               and rate-limit formats, BASE_URL convention, default transport
+//	LIMITS_FROM_HEADERS  true | false (default), any case: the advertised
+//	               limits replace RPM and TPM
 //
 // Keys ending in _S are seconds and accept fractions ("0.5"), within
-// [0.001, 10000000]; NaN, infinities, negatives and zero are rejected.
+// [0.001, 10000000]; NaN, infinities, negatives and zero are rejected (but
+// HEDGE_AFTER_S takes 0 for no fixed hedge delay).
 //
 // # Rules
 //
 // Nothing invalid is silently defaulted. A key set to the empty string is
 // set: for API_KEY and MODEL it means empty, for every other key it is an
 // error (unset the key to get the default). Enumerated values are matched
-// exactly (lower case). Scope names are upper-case as in the keys; source
+// exactly (lower case); true and false in any case. Scope names are upper-case as in the keys; source
 // names are letters and digits joined by single '-' or '_', and two names of
 // one scope that give the same key are an error.
 //

@@ -198,7 +198,7 @@ func TestLegalTextNamesTheLegalValues(t *testing.T) {
 		"CHAT__CIRCUIT_OPEN":  "wait, fail_fast",
 		"CHAT__COOLDOWN_S":    "seconds (fractions allowed) in [0.001, 10000000]",
 		"CHAT__MAX_ATTEMPTS":  "integer in [1, 2147483647]",
-		"CHAT__A__RPM":        "integer in [0, 2147483647]; 0 = unlimited",
+		"CHAT__A__RPM":        "0 for unlimited, 1..18764998, or a multiple of 1000 up to 2147483000",
 		"CHAT__A__PRIORITY":   "lower is tried first",
 	} {
 		p := problem(t, mustFail(t, base(key, "bogus")), key)

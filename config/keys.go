@@ -142,8 +142,8 @@ var sourceFields = []field[Source]{
 		check:  func(s *Source) (string, bool) { return s.Model, true },
 	},
 	durationField("TIMEOUT_S", func(s *Source) *time.Duration { return &s.Timeout }),
-	intField("RPM", func(s *Source) *int { return &s.RPM }, 0, maxCount, "; 0 = unlimited"),
-	intField("TPM", func(s *Source) *int { return &s.TPM }, 0, maxCount, "; 0 = unlimited"),
+	rateField("RPM", func(s *Source) *int { return &s.RPM }),
+	rateField("TPM", func(s *Source) *int { return &s.TPM }),
 	intField("MAX_IN_FLIGHT", func(s *Source) *int { return &s.MaxInFlight }, 0, gate.MaxInFlightLimit, "; 0 = unlimited"),
 	intField("WEIGHT", func(s *Source) *int { return &s.Weight }, 1, maxWeight, ""),
 	intField("PRIORITY", func(s *Source) *int { return &s.Priority }, -maxCount, maxCount, "; lower is tried first"),
@@ -152,6 +152,16 @@ var sourceFields = []field[Source]{
 	enumField("PROVIDER", func(s *Source) *Provider { return &s.Provider },
 		ProviderOpenAI, ProviderAzure, ProviderAnthropic),
 	boolField("LIMITS_FROM_HEADERS", func(s *Source) *bool { return &s.LimitsFromHeaders }),
+}
+
+// rateField is RPM or TPM: an integer key whose legal text is the whole
+// legal set (legalRate), also when the text is no integer at all; the values
+// in range that the quota gates cannot count exactly are reported by
+// validate, with the same text.
+func rateField(suffix string, ptr func(*Source) *int) field[Source] {
+	f := intField(suffix, ptr, 0, maxCount, "")
+	f.legal = legalRate
+	return f
 }
 
 const legalRedisURL = "go-redis URL: redis://[[user]:password@]host[:port][/db][?options], rediss://… or unix:///path"

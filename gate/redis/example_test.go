@@ -57,4 +57,5 @@ func ExampleNewFailover() {
 		panic(err)
 	}
 	_ = gate.ProviderGate(g) // use g wherever a gate is expected
+	// Output:
 }

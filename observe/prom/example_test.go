@@ -21,4 +21,5 @@ func ExampleNew() {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	_ = mux // http.ListenAndServe(":9090", mux)
+	// Output:
 }
