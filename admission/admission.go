@@ -280,7 +280,9 @@ func memoReason(held bool) Reason {
 // order — sources with an entry in attemptFails (the failures of this call
 // so far, may be nil) last — and returns a Ticket for the first source that
 // passes the memo, the breaker, the quota (reserving estTokens) and the
-// pacer, together with the rejections of the sources tried before it. When
+// pacer (whose slot is taken before the quota is asked: a full window spends
+// no request of the source's RPM), together with the rejections of the
+// sources tried before it. When
 // none passes it returns a nil Ticket and every source's rejection; hand them
 // to Call.OnNoRunnable. A gate's error skips its source; when no source
 // wins, the round returns the first such error (with everything taken in it
@@ -341,6 +343,16 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				return nil, rej, err
 			}
 		}
+		// The pacer lives in the process and costs nothing to ask, so its
+		// slot is taken before the quota: a round that finds the window
+		// full sends nothing upstream and must not spend a request of the
+		// source's RPM, which no give-back returns. The breaker is still
+		// asked, so that an open circuit is reported (and memoised) as one.
+		paced, paceFull := false, false
+		if a.pacer != nil {
+			paced = a.pacer.TryAcquire(name)
+			paceFull = !paced
+		}
 		// With a quota gate that can, the breaker's decision and the
 		// quota's reservation are one operation (one round trip on Redis).
 		var (
@@ -351,13 +363,14 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			combined bool
 			err      error
 		)
-		if a.admitter != nil {
+		if a.admitter != nil && !paceFull {
 			d, p, qd, took, combined, err = a.admit(ctx, name, estTokens)
 		}
 		if !combined {
 			d, err = a.breaker.TryEnter(ctx, name)
 		}
 		if err != nil {
+			a.unpace(name, paced)
 			if ctx.Err() != nil {
 				// The caller gave up: no source is to blame.
 				return nil, rej, ctx.Err()
@@ -371,6 +384,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		}
 		a.w.afterTryEnter(ctx, i, d)
 		if !d.Allowed {
+			a.unpace(name, paced)
 			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
 			// entry that could outlive the probe and hide a recovered source.
 			a.memo.SetUntil(name, clock().Add(d.RetryAfter))
@@ -384,8 +398,13 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		into = nil
 		// Field by field into zeroed memory: a struct assignment would
 		// copy the whole ticket under the GC's write barrier.
-		t.a, t.Source, t.Decision, t.Skipped, t.idx, t.paced = a, name, d, rej, i, took.paced
+		t.a, t.Source, t.Decision, t.Skipped, t.idx, t.paced = a, name, d, rej, i, paced
 		a.lat.begin(i)
+		if paceFull {
+			t.giveBack(ctx)
+			rej = a.reject(rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
+			continue
+		}
 		if combined {
 			if !qd.Allowed {
 				// Admit gave the decision back already.
@@ -411,14 +430,6 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				continue
 			}
 			t.permit, t.hasPermit = p, true
-		}
-		if a.pacer != nil && !t.paced {
-			if !a.pacer.TryAcquire(name) {
-				t.giveBack(ctx)
-				rej = a.reject(rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
-				continue
-			}
-			t.paced = true
 		}
 		if a.adv != nil && !took.budget && !a.adv.silent(name) {
 			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {

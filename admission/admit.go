@@ -12,44 +12,30 @@ type admitted struct {
 	// budget: the advertised budget was taken (or rejected) with it, so
 	// Pick does not ask the budget again.
 	budget bool
-	// paced: the pacer's slot was taken for it; Pick hands it to the
-	// ticket, or frees it when the admission did not admit.
-	paced bool
 }
 
 // admit asks the breaker and the quota about source in one operation of
 // the quota gate (gate.Admitter), and with them the advertised budget when
 // Pick would ask it and the quota gate can (gate.BudgetAdmitter): on Redis
-// one round trip for all three. The budget comes after the pacer in Pick's
-// order, so the pacer is asked first: a full window then leaves the budget
-// untouched, and a pacer rejection still shows only once the breaker and
-// the quota let the call through (the admission without the budget, then
-// Pick's own pacer stage). ok is false when the quota gate cannot combine
-// with the breaker.
+// one round trip for all three. Pick has taken the source's pacer slot
+// before, so a full window leaves the quota and the budget untouched. ok is
+// false when the quota gate cannot combine with the breaker.
 func (a *SourceAdmission) admit(ctx context.Context, name string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, took admitted, ok bool, err error) {
 	if ba, can := a.admitter.(gate.BudgetAdmitter); can && a.adv != nil && !a.adv.silent(name) {
-		if a.pacer == nil || a.pacer.TryAcquire(name) {
-			took.paced = a.pacer != nil
-			d, p, qd, ok, err = ba.AdmitBudget(ctx, a.breaker, a.adv.Budget, name, estTokens)
-			if ok {
-				took.budget = true
-				if err != nil || !d.Allowed || !qd.Allowed {
-					a.unpace(name, &took)
-				}
-				return d, p, qd, took, true, err
-			}
-			a.unpace(name, &took)
+		d, p, qd, ok, err = ba.AdmitBudget(ctx, a.breaker, a.adv.Budget, name, estTokens)
+		if ok {
+			took.budget = true
+			return d, p, qd, took, true, err
 		}
 	}
 	d, p, qd, ok, err = a.admitter.Admit(ctx, a.breaker, name, estTokens)
 	return d, p, qd, took, ok, err
 }
 
-// unpace frees a pacer slot admit took for an admission that did not
-// admit.
-func (a *SourceAdmission) unpace(name string, took *admitted) {
-	if took.paced {
+// unpace frees the pacer slot Pick took for source when it loses before a
+// ticket holds the slot.
+func (a *SourceAdmission) unpace(name string, paced bool) {
+	if paced {
 		a.pacer.Release(name, PaceNeutral)
-		took.paced = false
 	}
 }

@@ -26,7 +26,11 @@
 // last) and checks each, in order: the cooldown memo ("cooldown", or
 // "retry_after" while an upstream's Retry-After holds the source off), the breaker
 // TryEnter ("circuit_open"), the quota Acquire ("rate_limited") and the pacer
-// ("adaptive_paced"). The first source that passes all four wins — once the
+// ("adaptive_paced"). The pacer's slot is taken before the quota is asked, so
+// a full window spends none of the source's RPM (a reserved request cannot be
+// given back): a source whose window is full is reported "adaptive_paced"
+// even when its quota would have rejected too, but "circuit_open" when its
+// breaker rejects. The first source that passes all four wins — once the
 // memo, read again after the gates' round trips, still lets it (an upstream's
 // Retry-After may have landed meanwhile); whatever was taken for a source
 // that then lost is given back at once. A caller's cancellation during a gate

@@ -75,6 +75,7 @@ func RunQuota(t *testing.T, newGate QuotaFactory) {
 	var cases []quotaCase
 	cases = append(cases, quotaRateCases()...)
 	cases = append(cases, quotaSettleCases()...)
+	cases = append(cases, quotaReserveCases()...)
 	cases = append(cases, quotaFinishCases()...)
 	cases = append(cases, quotaInFlightCases()...)
 	cases = append(cases, quotaConcurrencyCases()...)

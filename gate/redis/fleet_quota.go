@@ -66,7 +66,9 @@ func NewFleetQuota(limits map[string]gate.Limits, pr *Prober, opts ...memory.Opt
 }
 
 // Share returns the limits this process enforces for source now: each of
-// source's limits divided by the fleet's size, at least 1.
+// source's limits divided by the fleet's size, at least 1, and a rate share
+// rounded down to one the gates count exactly (gate.RateLegal) when the
+// plain quotient of a large limit is not.
 func (f *FleetQuota) Share(source string) gate.Limits {
 	return share(f.limits[source], f.pr.Processes())
 }
@@ -78,7 +80,19 @@ func share(l gate.Limits, n int) gate.Limits {
 		}
 		return max(v/n, 1)
 	}
-	return gate.Limits{RPM: div(l.RPM), TPM: div(l.TPM), MaxInFlight: div(l.MaxInFlight)}
+	return gate.Limits{RPM: legalRate(div(l.RPM)), TPM: legalRate(div(l.TPM)), MaxInFlight: div(l.MaxInFlight)}
+}
+
+// legalRate is v, or when the gates cannot count v exactly (a share of a
+// large limit: gate.RateLegal), the largest rate below it they can among
+// the multiples of 1000 and then of a minute's µs, which always can be.
+func legalRate(v int) int {
+	for _, m := range []int{1, 1000, 60_000_000} {
+		if r := v - v%m; r > 0 && gate.RateLegal(r) {
+			return r
+		}
+	}
+	return v // unreachable for a share of a legal limit
 }
 
 // quota returns the memory quota enforcing the shares for a fleet of n.
