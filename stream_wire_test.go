@@ -2,6 +2,7 @@ package pgw_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/anthropic"
 	"github.com/pgw-go/pgw/openai"
 )
 
@@ -428,4 +430,191 @@ func TestChatStreamCloseWhileRecvReadsUsageIsSafe(t *testing.T) {
 	<-done
 	assert.Equal(t, []string{"a:abandoned"}, rec.Outcomes())
 	assert.Positive(t, rec.Attempts()[0].Usage.TotalTokens)
+}
+
+// embedServer answers /v1/embeddings with one vector per input ([len]),
+// usage = number of inputs; a batch holding "bad" is a 400, one holding
+// "slow" waits until the client goes away.
+func embedServer(t *testing.T, started chan<- struct{}) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+		for _, in := range req.Input {
+			switch in {
+			case "bad":
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = io.WriteString(w, `{"error":{"message":"input rejected","type":"invalid_request_error"}}`)
+				return
+			case "slow":
+				if started != nil {
+					started <- struct{}{}
+				}
+				<-r.Context().Done()
+				return
+			}
+		}
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		var out struct {
+			Data  []item         `json:"data"`
+			Usage map[string]int `json:"usage"`
+		}
+		for i, in := range req.Input {
+			out.Data = append(out.Data, item{Index: i, Embedding: []float32{float32(len(in))}})
+		}
+		out.Usage = map[string]int{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+func embedEnv(url string) map[string]string {
+	return map[string]string{
+		"PGW_SCOPES":                   "EMBEDDING",
+		"EMBEDDING__SOURCES":           "e",
+		"EMBEDDING__E__BASE_URL":       url,
+		"EMBEDDING__E__BATCH_SIZE":     "3",
+		"EMBEDDING__E__MAX_IN_FLIGHT":  "1",
+		"EMBEDDING__FAILURE_THRESHOLD": "100",
+	}
+}
+
+func TestEmbedPartialFailureNamesTheFailedRangeAndKeepsTheRest(t *testing.T) {
+	gw, _ := newGateway(t, embedEnv(embedServer(t, nil)), pgw.WithConcurrency(3))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	inputs := []string{"a", "bb", "ccc", "dddd", "bad", "ffffff", "g"}
+	resp, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: inputs})
+	var be *pgw.BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, len(inputs), be.Total)
+	require.Len(t, be.Failed, 1)
+	assert.Equal(t, 3, be.Failed[0].Start)
+	assert.Equal(t, 6, be.Failed[0].End)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, http.StatusBadRequest, he.StatusCode)
+	require.Len(t, resp.Vectors, len(inputs))
+	for i, in := range inputs {
+		if i >= 3 && i < 6 {
+			assert.Nil(t, resp.Vectors[i], "vector %d", i)
+			continue
+		}
+		assert.Equal(t, []float32{float32(len(in))}, resp.Vectors[i], "vector %d", i)
+	}
+	assert.Equal(t, 4, resp.Usage.TotalTokens, "only the successful sub-batches' usage")
+
+	// Nothing leaked: the only in-flight slot is free.
+	resp, err = gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"a", "bb", "ccc", "dddd"}})
+	require.NoError(t, err)
+	assert.Equal(t, 4, resp.Usage.TotalTokens)
+}
+
+func TestEmbedCanceledMidwayReturnsTheCancellationAndLeaksNoPermit(t *testing.T) {
+	started := make(chan struct{}, 4)
+	gw, _ := newGateway(t, embedEnv(embedServer(t, started)), pgw.WithConcurrency(2))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"a", "b", "c", "slow", "e", "f", "g", "h", "i"}})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow sub-batch never started")
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Embed did not return after its ctx was cancelled")
+	}
+	require.ErrorIs(t, err, context.Canceled)
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	_, err = gw.Embed(ctx2, pgw.EmbedRequest{Inputs: []string{"a", "b", "c", "d", "e", "f", "g"}})
+	require.NoError(t, err, "every sub-batch gave its permit back")
+}
+
+const (
+	rawAntStart = "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\r\n\r\n"
+	rawAntPing  = "event: ping\r\ndata: {\"type\":\"ping\"}\r\n\r\n"
+	rawAntText  = "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n" +
+		"event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\r\n\r\n"
+	rawAntEnd = "event: content_block_stop\r\ndata: {\"type\":\"content_block_stop\",\"index\":0}\r\n\r\n" +
+		"event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":5}}\r\n\r\n" +
+		"event: message_stop\r\ndata: {\"type\":\"message_stop\"}"
+	rawAntOverloaded = "event: error\r\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\r\n\r\n"
+)
+
+func anthropicEnv(urls ...string) map[string]string {
+	env := map[string]string{"PGW_SCOPES": "CHAT", "CHAT__FAILURE_THRESHOLD": "100"}
+	var names []string
+	for i, u := range urls {
+		n := string(rune('a' + i))
+		names = append(names, n)
+		N := strings.ToUpper(n)
+		env["CHAT__"+N+"__BASE_URL"] = u
+		env["CHAT__"+N+"__PROVIDER"] = "anthropic"
+		env["CHAT__"+N+"__PRIORITY"] = string(rune('0' + i))
+	}
+	env["CHAT__SOURCES"] = strings.Join(names, ",")
+	return env
+}
+
+func TestAnthropicStreamOverCRLFWithPingsAndNoFinalBlankLine(t *testing.T) {
+	up := newRawSSE(t, func(int) string { return rawAntPing + rawAntStart + rawAntPing + rawAntText + rawAntPing + rawAntEnd }, nil)
+	gw, rec := newGateway(t, anthropicEnv(up.URL))
+	st, err := gw.ChatStream(context.Background(), hello())
+	require.NoError(t, err)
+	text, err := drain(st)
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, st.Close())
+	assert.Equal(t, "Hello", text)
+	assert.Equal(t, pgw.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}, st.Usage())
+	assert.Zero(t, st.UnknownEvents(), "ping is a known event")
+	assert.Equal(t, []string{"a:success"}, rec.Outcomes())
+}
+
+func TestAnthropicErrorEventBeforeTheFirstChunkFailsOverAfterItIsReturned(t *testing.T) {
+	before := newRawSSE(t, func(int) string { return rawAntStart + rawAntPing + rawAntOverloaded }, nil)
+	after := newRawSSE(t, func(int) string { return rawAntStart + rawAntText + rawAntOverloaded }, nil)
+	gw, rec := newGateway(t, anthropicEnv(before.URL, after.URL))
+
+	st, err := gw.ChatStream(context.Background(), hello())
+	require.NoError(t, err)
+	text, err := drain(st)
+	assert.Equal(t, "Hello", text)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he, "the error event after content reaches the caller")
+	assert.Equal(t, 529, he.StatusCode)
+	require.NoError(t, st.Close())
+	assert.Equal(t, "b", st.Source())
+	assert.Equal(t, 1, before.requests())
+	assert.Equal(t, 1, after.requests(), "no retry after the first chunk")
+	assert.Equal(t, []string{"a:failure", "b:failure"}, rec.Outcomes())
+}
+
+func TestAnthropicStreamCutBeforeMessageStopFailsOverBeforeTheFirstChunk(t *testing.T) {
+	cut := newRawSSE(t, func(int) string { return rawAntStart + rawAntPing }, nil)
+	good := newRawSSE(t, func(int) string { return rawAntStart + rawAntText + rawAntEnd }, nil)
+	gw, rec := newGateway(t, anthropicEnv(cut.URL, good.URL))
+	resp, err := gw.Chat(context.Background(), hello())
+	require.NoError(t, err)
+	assert.Equal(t, "Hello", resp.Content)
+	assert.Equal(t, "b", resp.Source)
+	assert.Equal(t, []string{"a:failure", "b:success"}, rec.Outcomes())
+	var sce *anthropic.StreamCutError
+	assert.ErrorAs(t, rec.Attempts()[0].Err, &sce)
 }
