@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -210,9 +211,19 @@ type Stream struct {
 	rep     *attemptReport // nil without an observer
 	cancel  func()
 	pending []transport.ChatChunk // read while opening, not yet returned
-	usage   transport.Usage
-	end     error // set when the stream has ended: io.EOF or the error
+	end     error                 // set when the stream has ended: io.EOF or the error
 	done    atomic.Bool
+	// closing is set by Close before it closes the transport's stream, so
+	// that the error a Recv blocked meanwhile gets is the caller's
+	// abandonment, not the source's failure.
+	closing atomic.Bool
+	// ending is held while the stream's end is recorded and its admission
+	// given back, so that Close racing a Recv that ends the stream returns
+	// only once that is done.
+	ending sync.Mutex
+
+	mu    sync.Mutex // usage: Close may read it while Recv writes it
+	usage transport.Usage
 }
 
 var _ transport.ChatStream = (*Stream)(nil)
@@ -221,7 +232,11 @@ var _ transport.ChatStream = (*Stream)(nil)
 func (s *Stream) Source() string { return s.ticket.Source }
 
 // Usage returns the token usage reported so far (usually on the last chunk).
-func (s *Stream) Usage() transport.Usage { return s.usage }
+func (s *Stream) Usage() transport.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
 
 // Recv returns the next chunk, io.EOF at the end, or the error that cut the
 // stream — which is not retried, since the caller already has chunks. The
@@ -235,7 +250,7 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 	}
 	if s.end != nil {
 		if s.end == io.EOF {
-			s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)}, observe.OutcomeSuccess, nil)
+			s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		}
 		return transport.ChatChunk{}, s.end
 	}
@@ -246,13 +261,16 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		return ch, nil
 	case err == io.EOF:
 		s.end = io.EOF
-		s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)}, observe.OutcomeSuccess, nil)
+		s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		return transport.ChatChunk{}, io.EOF
 	}
 	s.end = err
-	if s.ctx.Err() != nil {
+	switch {
+	case s.ctx.Err() != nil:
 		s.finish(admission.Result{Outcome: released}, observe.OutcomeCanceled, err)
-	} else {
+	case s.closing.Load():
+		s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
+	default:
 		class := s.l.classify(err)
 		s.finish(resultOf(class), outcomeOf(class), err)
 	}
@@ -262,17 +280,20 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 // Close releases the stream. Closing before io.EOF gives the admission back
 // as Released: an abandoned answer says nothing about the source.
 func (s *Stream) Close() error {
+	s.closing.Store(true)
 	var err error
 	if s.st != nil {
 		err = s.st.Close()
 	}
-	s.finish(admission.Result{Outcome: released, Tokens: settled(s.usage)}, observe.OutcomeAbandoned, nil)
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
 	return err
 }
 
 func (s *Stream) note(ch transport.ChatChunk) {
 	if ch.Usage != nil {
+		s.mu.Lock()
 		s.usage = *ch.Usage
+		s.mu.Unlock()
 	}
 }
 
@@ -280,10 +301,12 @@ func (s *Stream) note(ch transport.ChatChunk) {
 // observer it reports the attempt (outcome, err), then gives back — so a
 // state change the outcome causes follows it — then the call's result.
 func (s *Stream) finish(r admission.Result, outcome string, err error) {
+	s.ending.Lock()
+	defer s.ending.Unlock()
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
-	s.rep.end(outcome, err, s.usage)
+	s.rep.end(outcome, err, s.Usage())
 	_ = s.ticket.Done(s.ctx, r)
 	s.cancel()
 	if s.rep != nil {

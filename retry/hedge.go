@@ -164,14 +164,17 @@ type discarder interface {
 // admission Released with the tokens it reported (none, usually), and its
 // attempt reported as lost. Nothing of it reaches the caller.
 func (s *Stream) discard() {
+	s.ending.Lock()
+	defer s.ending.Unlock()
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
 	if s.st != nil {
 		_ = s.st.Close()
 	}
-	s.rep.end(observe.OutcomeHedgeLost, nil, s.usage)
-	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(s.usage)})
+	usage := s.Usage()
+	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
+	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
 	s.cancel()
 }
 

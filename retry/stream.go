@@ -179,6 +179,10 @@ type ItemStream[T any] struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// closing is set by Close before it closes the inner stream, so that
+	// the error a Recv blocked meanwhile gets is the caller's abandonment,
+	// not the source's failure.
+	closing atomic.Bool
 
 	mu    sync.Mutex // usage: Close may read it while Recv writes it
 	usage transport.Usage
@@ -246,6 +250,7 @@ func (s *ItemStream[T]) Recv() (T, error) {
 // Close releases the stream. Closing before its end gives the admission back
 // as Released: an abandoned answer says nothing about the source.
 func (s *ItemStream[T]) Close() error {
+	s.closing.Store(true)
 	err := s.closeItems()
 	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
 	return err
@@ -274,6 +279,10 @@ func (s *ItemStream[T]) succeed() {
 func (s *ItemStream[T]) fail(err error) {
 	if s.ctx.Err() != nil {
 		s.finish(admission.Result{Outcome: released}, observe.OutcomeCanceled, err)
+		return
+	}
+	if s.closing.Load() {
+		s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
 		return
 	}
 	class := s.l.classify(err)
