@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -375,13 +376,16 @@ func (b *Breaker) toleratesProbeFailure(r *record) bool {
 
 // grown is the cooldown after a failed probe: multiplied, capped.
 func (b *Breaker) grown(c time.Duration) time.Duration {
-	// Truncated to the microsecond, the resolution of Redis TIME, so that
-	// both backends grow a cooldown alike (the model check compares them).
-	next := time.Duration(float64(c) * b.p.CooldownMultiplier).Truncate(time.Microsecond)
-	if next > b.p.MaxCooldown || next < c { // next < c: overflow
+	// In whole microseconds, the resolution of Redis TIME, computed as the
+	// Redis scripts do (float µs × multiplier, rounded to the nearest µs) so
+	// that both backends grow a cooldown alike (the model check compares
+	// them). Rounding, not truncating: a product that is a whole number of
+	// µs, like 330ms × 2.3, must not lose a µs to float noise.
+	us := math.Floor(float64(c/time.Microsecond)*b.p.CooldownMultiplier + 0.5)
+	if us >= float64(b.p.MaxCooldown/time.Microsecond) { // also catches overflow
 		return b.p.MaxCooldown
 	}
-	return next
+	return time.Duration(us) * time.Microsecond
 }
 
 func (b *Breaker) fatal(r *record, now time.Time) {

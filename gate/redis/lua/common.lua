@@ -289,9 +289,11 @@ local function tolerates_probe_failure(r)
   return P.half_open_calls > 0 and r.pf + 1 <= P.half_open_calls - P.successes
 end
 
--- grown is the cooldown after a failed probe: multiplied, capped.
+-- grown is the cooldown after a failed probe: multiplied, rounded to the
+-- nearest µs (a whole product such as 330ms × 2.3 must not lose a µs to
+-- float noise; gate/memory computes it the same way), capped.
 local function grown(cooldown)
-  return math.min(math.floor(cooldown * P.multiplier), P.max_cooldown)
+  return math.min(math.floor(cooldown * P.multiplier + 0.5), P.max_cooldown)
 end
 
 -- body --
