@@ -105,7 +105,7 @@ func RunBreaker(t *testing.T, newGate BreakerFactory) {
 	cases = append(cases, concurrencyCases()...)
 	cases = append(cases, generationCases()...)
 	cases = append(cases, ruleCases()...)
-	cases = append(cases, auditCases()...)
+	cases = append(cases, edgeCases()...)
 
 	// The group blocks until every parallel subtest is done.
 	t.Run("Breaker", func(t *testing.T) {

@@ -27,8 +27,8 @@ func growthCase(name string, cooldown time.Duration, multiplier float64, want ti
 	}}
 }
 
-// auditCases pin points of the state machine the other groups leave open.
-func auditCases() []breakerCase {
+// edgeCases pin points of the state machine the other groups leave open.
+func edgeCases() []breakerCase {
 	return []breakerCase{
 		// 230ms × 2.3 is 528.9999…ms in float nanoseconds, 330ms × 2.3 is
 		// 758.9999…ms in float microseconds: exact products either way.
