@@ -457,7 +457,8 @@ func (g *GatewayClient) Admission(scopeName string) (*admission.SourceAdmission,
 
 // Close releases everything the gateway holds. Calls in flight are
 // interrupted (they return ErrClosed) and open streams are closed; Close
-// waits for them to give back their admissions — with a Redis backend it
+// waits for them, and for the hedged attempts that lost their races, to
+// give back their admissions — with a Redis backend it
 // flushes their queued outcomes to Redis for at most 2 s — then closes the
 // Redis client it created and the idle connections of its default transports. Calls made
 // after Close return ErrClosed. Close is idempotent: later calls return the
@@ -481,6 +482,10 @@ func (g *GatewayClient) Close() error {
 			_ = s.Close()
 		}
 		g.calls.Wait()
+		for _, sc := range g.scopes {
+			// Hedge losers give back after their calls returned.
+			sc.loop.WaitHedges()
+		}
 		g.closeErr = g.release()
 	})
 	return g.closeErr
