@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -210,6 +211,7 @@ type Stream struct {
 	rep     *attemptReport // nil without an observer
 	cancel  func()
 	pending []transport.ChatChunk // read while opening, not yet returned
+	mu      sync.Mutex            // usage: Close may read it while Recv writes it
 	usage   transport.Usage
 	end     error // set when the stream has ended: io.EOF or the error
 	done    atomic.Bool
@@ -221,7 +223,11 @@ var _ transport.ChatStream = (*Stream)(nil)
 func (s *Stream) Source() string { return s.ticket.Source }
 
 // Usage returns the token usage reported so far (usually on the last chunk).
-func (s *Stream) Usage() transport.Usage { return s.usage }
+func (s *Stream) Usage() transport.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
 
 // Recv returns the next chunk, io.EOF at the end, or the error that cut the
 // stream — which is not retried, since the caller already has chunks. The
@@ -235,7 +241,7 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 	}
 	if s.end != nil {
 		if s.end == io.EOF {
-			s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)}, observe.OutcomeSuccess, nil)
+			s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		}
 		return transport.ChatChunk{}, s.end
 	}
@@ -246,7 +252,7 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		return ch, nil
 	case err == io.EOF:
 		s.end = io.EOF
-		s.finish(admission.Result{Outcome: success, Tokens: settled(s.usage)}, observe.OutcomeSuccess, nil)
+		s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		return transport.ChatChunk{}, io.EOF
 	}
 	s.end = err
@@ -266,13 +272,15 @@ func (s *Stream) Close() error {
 	if s.st != nil {
 		err = s.st.Close()
 	}
-	s.finish(admission.Result{Outcome: released, Tokens: settled(s.usage)}, observe.OutcomeAbandoned, nil)
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
 	return err
 }
 
 func (s *Stream) note(ch transport.ChatChunk) {
 	if ch.Usage != nil {
+		s.mu.Lock()
 		s.usage = *ch.Usage
+		s.mu.Unlock()
 	}
 }
 
@@ -283,7 +291,7 @@ func (s *Stream) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
-	s.rep.end(outcome, err, s.usage)
+	s.rep.end(outcome, err, s.Usage())
 	_ = s.ticket.Done(s.ctx, r)
 	s.cancel()
 	if s.rep != nil {

@@ -170,8 +170,9 @@ func (s *Stream) discard() {
 	if s.st != nil {
 		_ = s.st.Close()
 	}
-	s.rep.end(observe.OutcomeHedgeLost, nil, s.usage)
-	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(s.usage)})
+	usage := s.Usage()
+	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
+	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
 	s.cancel()
 }
 
