@@ -340,6 +340,7 @@ func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse
 	if err != nil {
 		return ChatResponse{}, err
 	}
+	defer c.endOnPanic()
 	resp, err := sc.chat.Complete(c.ctx, req)
 	return resp, c.end(err)
 }
@@ -358,7 +359,14 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	if err != nil {
 		return nil, err
 	}
+	ended := false
+	defer func() {
+		if !ended { // the transport panicked: release the call, let the panic go on
+			c.endOnPanic()
+		}
+	}()
 	st, err := sc.chat.Stream(c.ctx, req)
+	ended = true
 	if err != nil {
 		return nil, c.end(err)
 	}
@@ -388,6 +396,7 @@ func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedRespo
 	if err != nil {
 		return EmbedResponse{}, err
 	}
+	defer c.endOnPanic()
 	resp, err := sc.embed.Embed(c.ctx, req)
 	return resp, c.end(err)
 }
@@ -403,6 +412,7 @@ func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, e
 	if err != nil {
 		return OCRResponse{}, err
 	}
+	defer c.endOnPanic()
 	resp, err := sc.ocr.OCR(c.ctx, req)
 	return resp, c.end(err)
 }
@@ -419,6 +429,7 @@ func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCR
 	if err != nil {
 		return nil, err
 	}
+	defer c.endOnPanic()
 	resp, err := sc.ocr.Pages(c.ctx, pages)
 	return resp, c.end(err)
 }
@@ -438,6 +449,7 @@ func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) 
 	if err != nil {
 		return Snapshot{}, err
 	}
+	defer c.endOnPanic()
 	snap, err := sc.breaker.Snapshot(c.ctx, source)
 	if err == nil {
 		err = sc.advertised(c.ctx, source, &snap)
@@ -457,7 +469,8 @@ func (g *GatewayClient) Admission(scopeName string) (*admission.SourceAdmission,
 
 // Close releases everything the gateway holds. Calls in flight are
 // interrupted (they return ErrClosed) and open streams are closed; Close
-// waits for them to give back their admissions — with a Redis backend it
+// waits for them, and for the hedged attempts that lost their races, to
+// give back their admissions — with a Redis backend it
 // flushes their queued outcomes to Redis for at most 2 s — then closes the
 // Redis client it created and the idle connections of its default transports. Calls made
 // after Close return ErrClosed. Close is idempotent: later calls return the
@@ -481,6 +494,10 @@ func (g *GatewayClient) Close() error {
 			_ = s.Close()
 		}
 		g.calls.Wait()
+		for _, sc := range g.scopes {
+			// Hedge losers give back after their calls returned.
+			sc.loop.WaitHedges()
+		}
 		g.closeErr = g.release()
 	})
 	return g.closeErr

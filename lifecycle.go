@@ -71,6 +71,15 @@ func (c *call) end(err error) error {
 	return err
 }
 
+// endOnPanic ends the call when it is still registered: deferred by the
+// entry points, it releases a call cut short by a panic (in a transport or
+// a user's function), which goes on to the caller. After end it does nothing.
+func (c *call) endOnPanic() {
+	if !c.ended.Load() {
+		_ = c.end(nil)
+	}
+}
+
 // interruptCalls ends the ctx of every live call with ErrClosed; Close
 // calls it once closed is set, so no call registers after it. Ending a
 // ctx only wakes its call (nothing runs under liveMu but the list).

@@ -78,7 +78,14 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			_ = c.end(nil)
 		},
 	}
+	ended := false
+	defer func() {
+		if !ended { // the transport panicked: release the call, let the panic go on
+			c.endOnPanic()
+		}
+	}()
 	st, err := retry.OpenStream(c.ctx, sc.loop, spec)
+	ended = true
 	if err != nil {
 		return t.answerError(req, c.end(err))
 	}

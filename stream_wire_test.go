@@ -388,50 +388,6 @@ func TestCallStreamCloseRacingABlockedRecvIsAbandonedNotAFailure(t *testing.T) {
 	require.NoError(t, st2.Close())
 }
 
-// usageStream sends chunks with usage until closed.
-type usageStream struct {
-	n      int
-	closed atomic.Bool
-}
-
-func (s *usageStream) Recv() (pgw.ChatChunk, error) {
-	if s.closed.Load() {
-		return pgw.ChatChunk{}, errors.New("fake: closed")
-	}
-	s.n++
-	return pgw.ChatChunk{Delta: "x", Usage: &pgw.Usage{PromptTokens: 1, CompletionTokens: s.n, TotalTokens: 1 + s.n}}, nil
-}
-
-func (s *usageStream) Close() error { s.closed.Store(true); return nil }
-
-type usageTransport struct{}
-
-func (usageTransport) ChatStream(context.Context, pgw.Source, pgw.ChatRequest) (pgw.ChatStream, error) {
-	return &usageStream{}, nil
-}
-
-// Close from another goroutine while Recv reads chunks that report usage
-// (run under -race).
-func TestChatStreamCloseWhileRecvReadsUsageIsSafe(t *testing.T) {
-	gw, rec := newGateway(t, oneSource("http://127.0.0.1:1/v1"), pgw.WithChatTransport(usageTransport{}))
-	st, err := gw.ChatStream(context.Background(), hello())
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			if _, err := st.Recv(); err != nil {
-				return
-			}
-		}
-	}()
-	time.Sleep(5 * time.Millisecond)
-	require.NoError(t, st.Close())
-	<-done
-	assert.Equal(t, []string{"a:abandoned"}, rec.Outcomes())
-	assert.Positive(t, rec.Attempts()[0].Usage.TotalTokens)
-}
-
 // embedServer answers /v1/embeddings with one vector per input ([len]),
 // usage = number of inputs; a batch holding "bad" is a 400, one holding
 // "slow" waits until the client goes away.

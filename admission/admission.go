@@ -519,11 +519,13 @@ func (a *SourceAdmission) probeQueued(t *Ticket) {
 	p.mu.Unlock()
 }
 
-// probeWritten notes that t's outcome was written or dropped.
+// probeWritten notes that t's outcome was written or dropped; once per
+// ticket (later calls do nothing).
 func (a *SourceAdmission) probeWritten(t *Ticket) {
 	if !t.ordered {
 		return
 	}
+	t.ordered = false
 	p := &a.probes[t.idx]
 	p.mu.Lock()
 	if p.n.Add(-1) == 0 {

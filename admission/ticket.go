@@ -56,12 +56,12 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		a.pacer.Release(t.Source, paceOutcome(r.Outcome, r.Throttled))
 	}
 	if a.writer == nil {
-		return t.giveBackNow(ctx, r)
+		return t.giveBackNow(ctx, r, false)
 	}
 	if t.local() {
 		// Nothing to write to a store: the gates' local fallbacks granted
 		// both, so giving back here costs less than a hand-off.
-		return t.giveBackNow(context.WithoutCancel(ctx), r)
+		return t.giveBackNow(context.WithoutCancel(ctx), r, false)
 	}
 	o := r.Outcome
 	if t.Decision.Probe || o == gate.Failure || o == gate.Fatal {
@@ -78,15 +78,21 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 }
 
 // giveBackNow records the outcome with the breaker and gives the permit
-// back, both under ctx.
-func (t *Ticket) giveBackNow(ctx context.Context, r Result) error {
+// back, both under ctx. written: the writer writes it, and the admission's
+// next question about the source waits for the Record only — not for the
+// observer, which may itself ask (a callback that starts a call).
+func (t *Ticket) giveBackNow(ctx context.Context, r Result, written bool) error {
 	a := t.a
 	o := r.Outcome
 	if !o.Valid() {
 		o = gate.Released
 	}
 	var errRecord, errPermit error
-	if u, err := a.breaker.Record(ctx, t.Source, t.Decision, o); err != nil {
+	u, err := a.breaker.Record(ctx, t.Source, t.Decision, o)
+	if written {
+		a.probeWritten(t)
+	}
+	if err != nil {
 		errRecord = fmt.Errorf("record %s: %w", o, err)
 	} else {
 		a.w.afterRecord(ctx, t.idx, o, u)
@@ -100,7 +106,7 @@ func (t *Ticket) giveBackNow(ctx context.Context, r Result) error {
 	if errRecord == nil && errPermit == nil {
 		return nil
 	}
-	err := fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
+	err = fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
 		a.scope, t.Source, errors.Join(errRecord, errPermit))
 	if a.writer == nil {
 		a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)

@@ -269,6 +269,11 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 			})
 		}
 		if concluded = a.concluder.Conclude(wctx, a.breaker, cs); concluded {
+			// The breaker has heard them: the admission may ask again
+			// before the observer hears of them (it may ask itself).
+			for _, p := range ps {
+				a.probeWritten(p.t)
+			}
 			for i, p := range ps {
 				c := &cs[i]
 				if c.Err != nil {
@@ -287,7 +292,7 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 				dropped[i] = true // Close gave up before its turn
 				continue
 			}
-			errs[i] = p.t.giveBackNow(valuesOf{Context: ctx, values: p.ctx}, p.r)
+			errs[i] = p.t.giveBackNow(valuesOf{Context: ctx, values: p.ctx}, p.r, true)
 		}
 	}
 	for i, p := range ps {

@@ -260,6 +260,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		actx, heard := listen(actx, l.adm, t.Source)
 		lg.cancel = cancel
 		legs = append(legs, lg)
+		l.legs.Add(1)
 		go runLeg(ctx, actx, l, lg, src, heard, attempt, out)
 	}
 	start(first, false)
@@ -395,6 +396,13 @@ func (l *Loop) fireHedge(ctx context.Context, rep *report, hc *hedgeCall, primar
 	start(t, true)
 }
 
+// WaitHedges returns once every hedged attempt of the loop's calls has
+// returned and, when it lost its race, given back its admission. A loser
+// gives back on its own goroutine after its call returned; a gateway's
+// Close waits for it here, after the calls, before it closes the writer.
+// Calls that start meanwhile are not waited for.
+func (l *Loop) WaitHedges() { l.legs.Wait() }
+
 // wasted reports a hedge leg that did not win, once.
 func (l *Loop) wasted(rep *report, lg *leg, primary string) {
 	if lg.hedge && !lg.told {
@@ -409,6 +417,7 @@ func (l *Loop) wasted(rep *report, lg *leg, primary string) {
 func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Source, heard *answers, attempt attempter[T], out chan<- legResult[T]) {
 	h := &hold{ticket: lg.t, cancel: lg.cancel, rep: lg.ar, start: l.clock.Now()}
 	r := legResult[T]{leg: lg, h: h, outcome: observe.OutcomePanic}
+	defer l.legs.Done()
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked, r.hasPanic = p, true

@@ -95,7 +95,8 @@ type Loop struct {
 	tr          observe.ContextObserver
 	hedge       *hedging // nil: the scope does not hedge
 	hedgeObs    observe.HedgeObserver
-	wall        bool // clock is the system's: nowAfter may read the monotonic clock alone
+	wall        bool           // clock is the system's: nowAfter may read the monotonic clock alone
+	legs        sync.WaitGroup // hedged attempts running on goroutines of their own
 }
 
 // New builds the loop of cfg.Scope.
