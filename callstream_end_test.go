@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -258,4 +259,48 @@ func TestStreamsLeaveNoGoroutineBehind(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return settle() <= base+2 }, 5*time.Second, 10*time.Millisecond,
 		"goroutines: %d at the start, %d now", base, runtime.NumGoroutine())
+}
+
+// closeOnlyStream is a Streamer that does not watch its ctx: once its items
+// are out, Recv waits for Close and then reports its own error.
+type closeOnlyStream struct {
+	items  []string
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (s *closeOnlyStream) Recv() (string, error) {
+	if len(s.items) > 0 {
+		it := s.items[0]
+		s.items = s.items[1:]
+		return it, nil
+	}
+	<-s.closed
+	return "", errors.New("stream closed")
+}
+
+func (s *closeOnlyStream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+// The caller's cancellation closes a held stream; what the caller's Recv
+// then hears is its cancellation, whatever the inner stream answered as it
+// was closed.
+func TestCallStreamCallerCancelIsWhatRecvReportsWhateverTheInnerStreamSays(t *testing.T) {
+	gw, rec := streamScope(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := pgw.CallStream(ctx, gw, "GEN", func(context.Context, pgw.Source) (pgw.Streamer[string], error) {
+		return &closeOnlyStream{items: []string{"x"}, closed: make(chan struct{})}, nil
+	})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+	cancel()
+	_, err = st.Recv()
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, st.Close())
+	require.Len(t, rec.Outcomes(), 1)
+	assert.NotEqual(t, "a:failure", rec.Outcomes()[0])
 }

@@ -239,8 +239,14 @@ func (s *ItemStream[T]) Recv() (T, error) {
 		return zero, io.EOF
 	}
 	cut := err
+	if s.ctx.Err() != nil {
+		// The call's ctx ended — the caller's cancellation or deadline, or
+		// the gateway's Close — and the stream was closed for it: whatever
+		// the inner stream said as it closed, the caller hears why.
+		cut = context.Cause(s.ctx)
+	}
 	if s.spec.Err != nil {
-		cut = s.spec.Err(err)
+		cut = s.spec.Err(cut)
 	}
 	s.end = cut
 	s.fail(err)
