@@ -165,13 +165,7 @@ func TestChatCollectedCompletionKeepsMalformedToolArgumentsAsReceived(t *testing
 	src := rec.serve(t, "application/json", golden(t, "completion_tool_calls.json"))
 	st, err := openai.New().ChatStream(testCtx(t), src, hello())
 	require.NoError(t, err)
-	chunks, err := collect(t, st)
-	require.NoError(t, err)
-	var col transport.Collector
-	for _, ch := range chunks {
-		col.Add(ch)
-	}
-	resp := col.Response()
+	resp := collected(t, st)
 	require.Len(t, resp.ToolCalls, 2)
 	assert.Equal(t, `{"city":"Paris"}`, resp.ToolCalls[0].Function.Arguments)
 	assert.Equal(t, `{"city":"Tok`, resp.ToolCalls[1].Function.Arguments, "malformed arguments are the model's text, returned as received")
@@ -238,15 +232,21 @@ func TestChatStreamToolCallsWithoutIndexAreToldApartByID(t *testing.T) {
 	src := rec.serve(t, "text/event-stream", golden(t, "stream_tool_calls_without_index.sse"))
 	st, err := openai.New().ChatStream(testCtx(t), src, toolRequest())
 	require.NoError(t, err)
+	assert.Equal(t, []transport.ToolCall{
+		{ID: "call_paris", Type: "function", Function: transport.FunctionCall{Name: "get_weather", Arguments: `{"city": "Paris"}`}},
+		{ID: "call_tokyo", Type: "function", Function: transport.FunctionCall{Name: "get_weather", Arguments: `{"city": "Tokyo"}`}},
+		{ID: "call_rome", Type: "function", Function: transport.FunctionCall{Name: "get_time", Arguments: `{}`}},
+	}, collected(t, st).ToolCalls)
+}
+
+// collected reads st to its end and returns the answer its chunks make up.
+func collected(t *testing.T, st transport.ChatStream) transport.ChatResponse {
+	t.Helper()
 	chunks, err := collect(t, st)
 	require.NoError(t, err)
 	var col transport.Collector
 	for _, ch := range chunks {
 		col.Add(ch)
 	}
-	assert.Equal(t, []transport.ToolCall{
-		{ID: "call_paris", Type: "function", Function: transport.FunctionCall{Name: "get_weather", Arguments: `{"city": "Paris"}`}},
-		{ID: "call_tokyo", Type: "function", Function: transport.FunctionCall{Name: "get_weather", Arguments: `{"city": "Tokyo"}`}},
-		{ID: "call_rome", Type: "function", Function: transport.FunctionCall{Name: "get_time", Arguments: `{}`}},
-	}, col.Response().ToolCalls)
+	return col.Response()
 }
