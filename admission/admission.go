@@ -88,6 +88,8 @@ type Config struct {
 
 // ConfigError lists every invalid field of a Config.
 type ConfigError struct {
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 

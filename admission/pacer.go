@@ -37,6 +37,8 @@ type PacerConfig struct {
 
 // PacerConfigError lists every invalid field of a PacerConfig.
 type PacerConfigError struct {
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 

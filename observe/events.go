@@ -108,6 +108,11 @@ type AttemptRecord struct {
 // Counts are one process's outcomes recorded for one source between two
 // state changes it saw.
 type Counts struct {
+	// Successes, Failures, Fatal and Released count the outcomes the
+	// breaker applied, by kind (gate.Success, gate.Failure, gate.Fatal,
+	// gate.Released: a call that said nothing about the source, such as a
+	// caller error, a cancellation or a 429). Outcomes the breaker did not
+	// apply (a stale decision) are not counted.
 	Successes uint64
 	Failures  uint64
 	Fatal     uint64

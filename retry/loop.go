@@ -185,7 +185,10 @@ func New(cfg Config) (*Loop, error) {
 
 // ConfigError lists every invalid field of a loop's Config.
 type ConfigError struct {
-	Scope    string
+	// Scope names the scope whose Config is invalid.
+	Scope string
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 
