@@ -13,7 +13,7 @@ import (
 // Limits are one source's rate quotas. Zero means unlimited; negative values
 // are invalid (Validate). RPM and TPM are rolling: each is a bucket that holds
 // a minute's allowance and refills continuously at limit/60 s, the model the
-// upstream providers themselves use (ARCHITECTURE.md, "Quotas").
+// upstream providers themselves use (ARCHITECTURE.md, "Quotas and pacing").
 type Limits struct {
 	// RPM is requests per rolling minute.
 	RPM int

@@ -63,7 +63,8 @@ type AttemptStart struct {
 	// Model is the model the attempt asks for: the caller's, or else the
 	// source's configured one; empty when neither names one.
 	Model string
-	// BaseURL is the source's configured base URL (never its key).
+	// BaseURL is the source's configured base URL without its user info
+	// and query, which may hold credentials (config.RedactURL).
 	BaseURL string
 	// Provider is the source's API dialect ("openai", "azure",
 	// "anthropic"); empty means OpenAI-compatible.
@@ -139,7 +140,7 @@ type StateChange struct {
 	// Generation is the record's generation after the change; it grows on
 	// every transition (a Redis record that expired while idle starts again
 	// at 0; redis.Failover's fallback answers carry the top bit, see
-	// gate/doc.go "Generations").
+	// "Generations" in package gate).
 	Generation uint64
 	// Forced is the operator's override after the change (gate.Forcer).
 	Forced gate.Force
