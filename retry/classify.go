@@ -22,10 +22,11 @@ const (
 	// Throttle: 429. Not a breaker failure (Released); the pacer shrinks and
 	// the source is held off until the upstream's Retry-After.
 	Throttle
-	// Fatal: 401/403 or an exhausted upstream quota. Breaker Fatal (open at
-	// once); the call fails over.
+	// Fatal: 401/402/403 or an exhausted upstream quota. Breaker Fatal
+	// (open at once); the call fails over.
 	Fatal
-	// CallerError: 400/404/413/422 — the request is wrong, not the source.
+	// CallerError: 400/404/413/422, or a request a source cannot carry
+	// (*transport.RequestError) — the request is wrong, not the source.
 	// Released; returned at once without retry.
 	CallerError
 	// Canceled: a cancellation the attempt reports. Released; returned at
