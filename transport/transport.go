@@ -1,8 +1,9 @@
 // Package transport defines what the gateway sends to an upstream and what it
 // gets back: the request and response types of chat, embedding and OCR calls
 // and the three transport interfaces an SDK adapter implements. The default
-// implementations, speaking the OpenAI-compatible HTTP API, are in package
-// openai. The root package re-exports these names (pgw.ChatRequest, …).
+// implementations are in package openai (the OpenAI-compatible HTTP API, all
+// three) and package anthropic (Anthropic's Messages API, chat and OCR). The
+// root package re-exports these names (pgw.ChatRequest, …).
 package transport
 
 import (
