@@ -208,7 +208,7 @@ func (l *Loop) Deliveries() *Deliveries { return &l.deliveries }
 
 // AttemptFunc is one attempt on one source: it returns the value, the tokens
 // used (for the quota's settle; zero when unknown) and an error that
-// Classify understands (a *errs.HTTPError for an upstream HTTP failure). ctx
+// Classify understands (a *transport.HTTPError for an upstream HTTP failure). ctx
 // carries the source's timeout.
 type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transport.Usage, error)
 

@@ -16,7 +16,12 @@ import (
 // Source is one upstream of a scope, as configured.
 type Source = config.Source
 
-// HTTPError is an upstream HTTP failure; see errs.HTTPError.
+// HTTPError is an upstream HTTP failure, as the default transports return
+// it: the status (StatusCode), the upstream's Retry-After (RetryAfter) and
+// error text (Message, never credentials), where it came from (Scope,
+// Source, Path). A custom transport returns one (or pgw.HTTPError, which the
+// gateway treats alike) so that the failure is classified by its status;
+// errors.As into *pgw.HTTPError matches it.
 type HTTPError = errs.HTTPError
 
 // EmbedRequest asks for one vector per input.
