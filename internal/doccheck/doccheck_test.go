@@ -3,7 +3,10 @@
 // on pkg.go.dev: each package has a package comment, and each exported
 // function, method, type, constant, variable, struct field and interface
 // method has a doc comment, which for a declaration begins with the
-// name it documents.
+// name it documents ("A", "An" or "The" may come first, as go doc
+// allows). A comment on a const or var group covers its members, as does
+// a line comment on a member; fields on consecutive lines may share the
+// comment above the first of them when it names each one.
 //
 // The test walks the whole repository tree as plain files, nested
 // modules included (observe/otel, bench, examples/sdk). It only parses
