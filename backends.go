@@ -185,8 +185,8 @@ func buildGates(s *config.Settings, sc config.ScopeSettings, rc goredis.Universa
 // covers one attempt, which the source's timeout bounds (a chat stream
 // included), so the lease is the probe lease's default for the scope's
 // slowest source, max(2 × timeout, timeout + 5 s), rather than
-// redis.DefaultLease: a 300 ms Redis stall used to take slots away for
-// 10 minutes (internal/faultsuite, TestSlowRedisAgainstTheOperationTimeout).
+// redis.DefaultLease, with which a 300 ms Redis stall would take slots away
+// for 10 minutes (internal/faultsuite, TestSlowRedisAgainstTheOperationTimeout).
 func permitLease(sc config.ScopeSettings) time.Duration {
 	var slowest time.Duration
 	for _, src := range sc.Sources {

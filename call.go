@@ -13,7 +13,7 @@ import (
 // typed methods. fn is one attempt on one source: it gets a ctx bounded by
 // the source's TIMEOUT_S and returns its value, the tokens it used (zero when
 // unknown) and an error. Return a *HTTPError for an upstream HTTP failure so
-// that it is classified (429 throttles, 5xx fails over, 401/403 open
+// that it is classified (429 throttles, 5xx fails over, 401/402/403 open
 // the breaker, 400/404/413/422 return at once); any other error is an
 // ordinary failure, and a done ctx a cancellation. A panic in fn gives back
 // what the attempt held and is re-raised.

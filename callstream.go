@@ -118,9 +118,14 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 // (ssestream.Stream): Next advances and reports whether there is an item,
 // Current returns it, Err the error that stopped Next (nil at a clean end).
 type Iterator[T any] interface {
+	// Next advances to the next item and reports whether there is one.
 	Next() bool
+	// Current returns the item Next advanced to.
 	Current() T
+	// Err returns the error that made Next report false; nil at a clean
+	// end of stream.
 	Err() error
+	// Close releases the stream.
 	Close() error
 }
 

@@ -32,7 +32,13 @@
 // the default fail_fast, the moment its one breaker opens every call fails
 // with *CircuitOpenError until the cooldown ends.
 //
-// The errors that end a call (CircuitOpenError, AllSourcesExhausted,
-// GatewayUnavailableError) mean that the library's call-level retrying is
-// over; see errors.go.
+// All the retrying, backoff, fail-over and waiting a call needs happens
+// inside the library. The errors that end a call — CircuitOpenError,
+// AllSourcesExhausted, GatewayUnavailableError — mean that its call-level
+// budget is spent (or, with fail_fast, that the scope chose not to spend
+// it). A caller that re-submits the work later is doing task-level retry, a
+// different decision; the RetryAfter of CircuitOpenError and
+// AllSourcesExhausted says how long to wait first when a wait is certain. Every error carries a stable Code, and errors.As
+// into the error types of this package works whichever package the error
+// came from.
 package pgw

@@ -112,6 +112,8 @@ func (e *GatewayUnavailableError) Unwrap() error { return e.Last }
 // of an embedding request, or the page Start of an OCR request (End =
 // Start + 1).
 type BatchFailure struct {
+	// Start and End bound the failed part: input or page indexes
+	// [Start, End) of the call's request.
 	Start, End int
 	// Err is the part's error (a *GatewayUnavailableError, a
 	// *CircuitOpenError, a caller error, …).

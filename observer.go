@@ -19,8 +19,9 @@ type (
 	// synchronously on the calls' goroutines, outside every lock, possibly
 	// concurrently: it must be safe for concurrent use and quick.
 	Observer = observe.Observer
-	// ObserverFuncs adapts functions to every observer interface; a nil
-	// field ignores its events.
+	// ObserverFuncs adapts functions to the Observer interface and its
+	// optional attempt-start, rejection, wait, call and hedge interfaces; a
+	// nil field ignores its events.
 	ObserverFuncs = observe.Funcs
 	// AttemptRecord is one finished attempt of a governed call.
 	AttemptRecord = observe.AttemptRecord

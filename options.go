@@ -95,7 +95,7 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 }
 
 // WithConcurrency bounds the embedding sub-batches and OCR pages one call
-// runs at once (default 4).
+// runs at once (default 4; n ≤ 0 keeps the default).
 func WithConcurrency(n int) Option {
 	return func(o *options) { o.concurrent = max(n, 0) }
 }

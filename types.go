@@ -18,8 +18,9 @@ type (
 	// ScopeSettings is one scope's sources and policy.
 	ScopeSettings = config.ScopeSettings
 	// Source is one upstream of a scope: Name, BaseURL, APIKey, Model,
-	// Timeout, RPM, TPM, MaxInFlight, Weight, Priority, BatchSize. Printing
-	// it never shows the API key.
+	// Timeout, RPM, TPM, MaxInFlight, Weight, Priority, BatchSize,
+	// MaxTokens, Provider, LimitsFromHeaders. Printing it never shows the
+	// API key.
 	Source = config.Source
 	// Secret holds a credential that never prints (config.Secret).
 	Secret = config.Secret

@@ -18,9 +18,10 @@ import (
 // DefaultPollInterval is the base of a nap when Config.PollInterval is 0.
 const DefaultPollInterval = 50 * time.Millisecond
 
-// Pacing is the per-source concurrency window Pick consults after the quota:
-// the AIMD pacer of the chat scope (*Pacer). Implementations are safe for
-// concurrent use.
+// Pacing is the per-source concurrency window Pick consults before the
+// quota, so that a full window spends none of the source's RPM: the AIMD
+// pacer of the chat scope (*Pacer). Implementations are safe for concurrent
+// use.
 type Pacing interface {
 	// TryAcquire takes a slot of source's window, or reports false when the
 	// window is full.
@@ -88,6 +89,8 @@ type Config struct {
 
 // ConfigError lists every invalid field of a Config.
 type ConfigError struct {
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 

@@ -84,6 +84,8 @@ func (a *advertiser) heardAnswer(source string, rl provider.RateLimits, now time
 // Headroom is a Pacing that also takes what the upstream advertised as a
 // signal: *Pacer shrinks a source's window when little is left.
 type Headroom interface {
+	// Headroom reports that an answer of source advertised remaining of
+	// limit left in one of its windows.
 	Headroom(source string, remaining, limit int64)
 }
 

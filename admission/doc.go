@@ -48,5 +48,9 @@
 // override) other than the one it last saw is logged ("pgw: breaker state
 // changed") and, with Config.Observer, reported as an observe.StateChange
 // with the outcomes that caused it; rejections and waits go to the observer
-// too. See observe.go for what that costs.
+// too. Watching costs no gate operation of its own: every breaker answer
+// carries the record's generation, state and override, and an answer like
+// the last one seen costs one atomic load. Only an answer that generations
+// cannot order (a lower generation, an expired Redis record, a fail-over
+// fallback's answer) makes the admission read the record with Snapshot.
 package admission

@@ -15,9 +15,9 @@ const (
 	FailFast Mode = "fail_fast"
 )
 
-// Defaults of the two policy keys: waiting on a full quota is
-// the long-standing behaviour; waiting on open breakers is opt-in, because it
-// would turn every existing caller's fast failure into a long hang.
+// Defaults of the two policy keys: a full quota refills by itself, so calls
+// wait for it by default; waiting on open breakers is opt-in, because it
+// would turn every caller's fast failure into a long hang.
 const (
 	DefaultQuotaFull   = Wait
 	DefaultCircuitOpen = FailFast

@@ -18,8 +18,7 @@ import (
 // later than one poll after its stall budget runs out, so its worst wall time
 // is the stall window plus one poll interval — the stalled check is strict
 // (>), so waking exactly at the budget would not yet be stalled. With no hint
-// the nap is the plain jittered poll, ≥ poll/2, unchanged from the quota wait
-// path; the lower clamp bound only keeps an exhausted (≤ 0) remaining budget
+// the nap is the plain jittered poll, ≥ poll/2; the lower clamp bound only keeps an exhausted (≤ 0) remaining budget
 // from turning the nap into a busy spin.
 //
 // remainingStall is how long the call may still wait before it is stalled:

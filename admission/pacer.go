@@ -37,6 +37,8 @@ type PacerConfig struct {
 
 // PacerConfigError lists every invalid field of a PacerConfig.
 type PacerConfigError struct {
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 
@@ -69,8 +71,8 @@ const (
 // throttle, at most once per DecreaseHold (multiplicative decrease), never
 // below 1 nor above the ceiling.
 //
-// Use: TryAcquire before the call (Pick does, after the quota); on the call's
-// end exactly one Release with its outcome. The set of sources is fixed at
+// Use: TryAcquire before the call (Pick does, before it asks the quota); on
+// the call's end exactly one Release with its outcome. The set of sources is fixed at
 // construction; a source NewPacer was not given is not paced (TryAcquire
 // always true). Safe for concurrent use; each source has its own lock.
 type Pacer struct {
@@ -180,9 +182,11 @@ func (p *Pacer) Release(source string, o PaceOutcome) {
 	}
 }
 
-// Done is Release in the shape of the admission's Pacing port: throttled
-// reports a 429, anything else counts as a PaceSuccess. A slot given back without
-// running a call (a lost round) should use Release(source, PaceNeutral).
+// Done is Release for a caller that knows only whether its call was
+// throttled: throttled reports a 429 (PaceThrottled), anything else counts
+// as a PaceSuccess. A slot given back without running a call (a lost round),
+// or after a call that said nothing about capacity (a caller error, a 5xx),
+// should use Release(source, PaceNeutral) instead.
 func (p *Pacer) Done(source string, throttled bool) {
 	if throttled {
 		p.Release(source, PaceThrottled)

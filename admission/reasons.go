@@ -30,12 +30,14 @@ func (r Reason) Gate() bool { return r == Cooldown || r == CircuitOpen }
 
 // Rejection is one source Pick did not admit.
 type Rejection struct {
+	// Source names the source that was not admitted.
 	Source string
+	// Reason is the stage that rejected it.
 	Reason Reason
 	// RetryAfter is the certain earliest wait the rejecting stage reported:
-	// the memo's remaining cooldown, the breaker's RetryAfter (pinned
-	// contract), the quota's RetryAfter; 0 when unknown (a probe in flight,
-	// an in-flight slot, the pacer).
+	// the memo's remaining cooldown, the breaker's RetryAfter (the contract
+	// of package gate), the quota's RetryAfter; 0 when unknown (a probe in
+	// flight, an in-flight slot, the pacer).
 	RetryAfter time.Duration
 }
 

@@ -81,7 +81,7 @@ var (
 
 // post sends payload to the source's messages endpoint and returns the
 // response when its status is 2xx; any other status is read, closed and
-// returned as *errs.HTTPError. A cancelled ctx is returned as is.
+// returned as *transport.HTTPError. A cancelled ctx is returned as is.
 func (c *Client) post(ctx context.Context, src transport.Source, payload []byte) (*http.Response, error) {
 	u := src.URL(messagesPath)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))

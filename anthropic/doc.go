@@ -50,7 +50,7 @@
 // transport does not know are ignored and counted (UnknownEvents). A body
 // that ends before message_stop and before the stop reason is a
 // *StreamCutError; an error event is a
-// *errs.HTTPError with the status its error type stands for (529 for
+// *transport.HTTPError with the status its error type stands for (529 for
 // overloaded_error, 429 for rate_limit_error, …), so it is classified like
 // the same error sent as a status.
 //
@@ -61,6 +61,6 @@
 //
 // # Errors
 //
-// A non-2xx answer is a *errs.HTTPError: 529 overloaded_error is an ordinary
+// A non-2xx answer is a *transport.HTTPError: 529 overloaded_error is an ordinary
 // failure (the call fails over), 429 carries retry-after.
 package anthropic

@@ -208,7 +208,7 @@ func (s *Stream) finishReason(stop string) string {
 // Recv returns the next chunk that carries text, tool-call pieces, a finish
 // reason or usage. It returns io.EOF after message_stop, ctx.Err() when the
 // stream's ctx ended, *StreamCutError when the body ended or broke before
-// message_stop and before the stop reason, and *errs.HTTPError for an error
+// message_stop and before the stop reason, and *transport.HTTPError for an error
 // event.
 func (s *Stream) Recv() (transport.ChatChunk, error) {
 	if s.err != nil {

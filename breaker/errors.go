@@ -58,6 +58,7 @@ func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 // state (a rejected credential, an exhausted upstream quota). Create it with
 // Fatal. It unwraps to the marked error.
 type FatalError struct {
+	// Err is the error marked fatal.
 	Err error
 }
 

@@ -11,7 +11,8 @@ import (
 // BASE_URL of every source its default HTTP transport would call. The
 // loaders and Validate treat the key as optional; FromEnvRequiring and
 // ValidateRequiring report each source that leaves it empty in the same
-// *errs.ConfigError as every other problem, as an unset key.
+// *errs.ConfigError (pgw.ConfigError) as every other problem, as an unset
+// key.
 type Requirement struct {
 	// Scopes are the scopes whose sources need the key.
 	Scopes []string

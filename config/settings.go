@@ -67,10 +67,11 @@ const (
 	DefaultRedisHeartbeatTTL = 3 * time.Second
 	// DefaultScopes is the default of PGW_SCOPES.
 	DefaultScopes = "CHAT,EMBEDDING,OCR"
-	// DefaultQuotaFull and DefaultCircuitOpen: waiting
-	// on a full quota is the old behaviour; waiting on open breakers would
-	// turn everyone's fast failure into a long hang, so it is opt-in
-	// (a single-source scope should set {SCOPE}__CIRCUIT_OPEN=wait).
+	// DefaultQuotaFull and DefaultCircuitOpen: a full quota refills by
+	// itself within its minute, so calls wait for it by default; waiting on
+	// open breakers would turn everyone's fast failure into a long hang, so
+	// it is opt-in (a single-source scope should set
+	// {SCOPE}__CIRCUIT_OPEN=wait).
 	DefaultQuotaFull   = ModeWait
 	DefaultCircuitOpen = ModeFailFast
 	// DefaultAttemptsPerSource times the number of sources is the default

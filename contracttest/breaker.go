@@ -62,12 +62,13 @@ type breakerCase struct {
 // (e.g. `go test -count=2` against one redis-server).
 var runCounter atomic.Uint64
 
-// RunBreaker runs the breaker contract of gate/doc.go against the
-// gates newGate builds: every row of the pinned RetryAfter table, every
-// transition, cooldown growth and its cap, probe lease expiry, fencing of
-// stale and old-generation outcomes, Fatal from each state, Released,
-// concurrent probe grants, Snapshot, the generation every answer carries
-// (gate/doc.go "Generations"), and the HalfOpen-rejection-hides-recovery regression.
+// RunBreaker runs the breaker contract of package gate's documentation
+// against the gates newGate builds: every row of the pinned RetryAfter
+// table, every transition, cooldown growth and its cap, probe lease expiry,
+// fencing of stale and old-generation outcomes, Fatal from each state,
+// Released, concurrent probe grants, Snapshot, the generation every answer
+// carries ("Generations" in package gate), and the case of a HalfOpen
+// rejection that must not hide a recovered source.
 //
 // Subtests run in parallel, each on its own gate and source; RunBreaker
 // returns when all of them have finished, so the caller may release shared
@@ -78,7 +79,7 @@ var runCounter atomic.Uint64
 // bounded by `go test -parallel` (default GOMAXPROCS): about 6 s at
 // -parallel 2, under 3 s at -parallel 16 or more.
 //
-// Where gate/doc.go leaves a point open, the suite assumes:
+// Where package gate's documentation leaves a point open, the suite assumes:
 //   - a probe grant reports State HalfOpen (the record's state once the
 //     decision is made);
 //   - a Record of a decision that was not allowed is a miss even for Fatal:

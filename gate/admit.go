@@ -48,7 +48,9 @@ type Conclusion struct {
 	Decision Decision
 	Outcome  Outcome
 	// Permit is the quota permit, when HasPermit.
-	Permit    Permit
+	Permit Permit
+	// HasPermit reports that the admission holds a quota permit to finish;
+	// false gives back the breaker decision alone.
 	HasPermit bool
 	// Tokens is the tokens the call used; negative: the estimate stands
 	// (the permit is released without a settlement, as Finish does).
@@ -67,5 +69,8 @@ type Conclusion struct {
 // when b is not a breaker this gate can combine with: the caller then
 // records and finishes each itself.
 type Concluder interface {
+	// Conclude gives back every conclusion of cs, filling in each one's
+	// Update and Err; an error is its own conclusion's, and the others
+	// are still written.
 	Conclude(ctx context.Context, b ProviderGate, cs []Conclusion) (ok bool)
 }

@@ -35,6 +35,8 @@ func (w AdvertisedWindow) Known() bool { return w.Remaining >= 0 }
 // Advertised is what one upstream answer advertised about a source's
 // request and token windows, or a BudgetGate's state of them.
 type Advertised struct {
+	// Requests and Tokens are the request and token windows; a window
+	// nothing was said about is UnknownWindow.
 	Requests, Tokens AdvertisedWindow
 }
 
@@ -80,7 +82,12 @@ type BudgetDecision struct {
 //     after its reset by calls that brought no answer back holds the
 //     source off no longer than that.
 type BudgetGate interface {
+	// Take reserves one request and estTokens tokens of source's budget,
+	// or rejects (Allowed false) with the wait until the window resets; a
+	// source nothing was advertised for is always allowed.
 	Take(ctx context.Context, source string, estTokens int64) (BudgetDecision, error)
+	// Refresh merges the figures of one upstream answer into source's
+	// budget, by the rules above.
 	Refresh(ctx context.Context, source string, a Advertised) error
 	// Read returns source's budget as it stands; ok false when nothing is
 	// advertised for it.

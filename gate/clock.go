@@ -5,6 +5,7 @@ import "time"
 // Clock tells the time. Backends that keep time themselves take one so tests
 // can drive it; the Redis backend ignores it and uses the server's TIME.
 type Clock interface {
+	// Now returns the current time. It must be safe for concurrent use.
 	Now() time.Time
 }
 

@@ -45,6 +45,8 @@ type Update struct {
 
 // Snapshot is a read-only view of one source's breaker record.
 type Snapshot struct {
+	// State is the record's state as read (Closed when the record was
+	// never written).
 	State State
 	// Generation grows on every transition.
 	Generation uint64

@@ -25,13 +25,13 @@
 //     SuccessThreshold probe successes close the record (cooldown reset to
 //     Policy.Cooldown); one probe Failure re-opens it with the cooldown
 //     multiplied by CooldownMultiplier, capped at MaxCooldown.
-//   - Fatal (401/403, quota exhausted) opens the record at once from any state
+//   - Fatal (401/402/403, quota exhausted) opens the record at once from any state
 //     and is applied even when the decision is stale: a bad credential is bad
 //     whenever the call was admitted. From Closed the cooldown is the current
 //     one; from HalfOpen it grows as after a failed probe; from Open, openUntil
 //     is pushed to at least now + the current cooldown.
-//   - Released (caller error, cancellation) frees the decision's probe lease and
-//     changes nothing else.
+//   - Released (caller error, cancellation, a throttled 429) frees the
+//     decision's probe lease and changes nothing else.
 //
 // Fencing: Record applies Success, Failure and Released only when the decision
 // is current — a Closed admission whose generation is still the record's

@@ -107,8 +107,10 @@ type Forcer interface {
 // ForceError reports a Force value outside ForceNone, ForceOpen,
 // ForceClosed and ForceHalfOpen.
 type ForceError struct {
+	// Source is the source Force was asked to override.
 	Source string
-	Force  Force
+	// Force is the value that is not a defined Force.
+	Force Force
 }
 
 // Error names the source, the value and the legal values.

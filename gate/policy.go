@@ -173,6 +173,8 @@ func (p Policy) Validate() error {
 
 // PolicyError lists every invalid field of a Policy.
 type PolicyError struct {
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 

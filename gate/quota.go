@@ -13,7 +13,7 @@ import (
 // Limits are one source's rate quotas. Zero means unlimited; negative values
 // are invalid (Validate). RPM and TPM are rolling: each is a bucket that holds
 // a minute's allowance and refills continuously at limit/60 s, the model the
-// upstream providers themselves use (ARCHITECTURE.md, "Quotas").
+// upstream providers themselves use (ARCHITECTURE.md, "Quotas and pacing").
 type Limits struct {
 	// RPM is requests per rolling minute.
 	RPM int
@@ -93,6 +93,7 @@ func ValidateLimits(limits map[string]Limits) error {
 // LimitsError lists every invalid field of a set of quota limits, each with
 // its source, value and what is legal.
 type LimitsError struct {
+	// Problems has one entry per invalid field.
 	Problems []string
 }
 
@@ -236,6 +237,7 @@ type QuotaGate interface {
 // the two would take two. Like Settle, it is called once per permit. A
 // negative actualTokens is a *TokensError, and nothing is released.
 type Finisher interface {
+	// Finish settles p to actualTokens and releases it, as one operation.
 	Finish(ctx context.Context, p Permit, actualTokens int64) error
 }
 

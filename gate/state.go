@@ -36,10 +36,12 @@ const (
 	Success Outcome = iota + 1
 	// Failure: 5xx, timeout or connection error; counts toward tripping.
 	Failure
-	// Fatal: 401/403 or exhausted upstream quota; opens the breaker at once.
+	// Fatal: 401/402/403 or exhausted upstream quota; opens the breaker at
+	// once.
 	Fatal
 	// Released: the call says nothing about the source (caller error, caller
-	// cancellation); only its probe lease is given back.
+	// cancellation, a 429 that the pacer handles instead); only its probe
+	// lease is given back.
 	Released
 )
 

@@ -16,15 +16,21 @@ type AdvertisedWindow struct {
 // limits (the x-ratelimit-* or anthropic-ratelimit-* headers): the
 // account's headroom as the provider sees it, for the whole fleet.
 type Advertised struct {
-	Scope, Source    string
+	// Scope and Source name the source that answered.
+	Scope, Source string
+	// Requests and Tokens are the request and token windows the answer
+	// advertised; a window the answer did not mention has Limit and
+	// Remaining -1.
 	Requests, Tokens AdvertisedWindow
-	At               time.Time
+	// At is when the answer was received.
+	At time.Time
 }
 
 // AdvertisedObserver receives the rate-limit figures of every upstream
 // answer that carried any. An Observer that also implements it gets them;
 // Multi, Async and the adapter of AsFull pass them on.
 type AdvertisedObserver interface {
+	// ObserveAdvertised is called with the figures of one answer.
 	ObserveAdvertised(e Advertised)
 }
 

@@ -63,7 +63,8 @@ type AttemptStart struct {
 	// Model is the model the attempt asks for: the caller's, or else the
 	// source's configured one; empty when neither names one.
 	Model string
-	// BaseURL is the source's configured base URL (never its key).
+	// BaseURL is the source's configured base URL without its user info
+	// and query, which may hold credentials (config.RedactURL).
 	BaseURL string
 	// Provider is the source's API dialect ("openai", "azure",
 	// "anthropic"); empty means OpenAI-compatible.
@@ -108,6 +109,11 @@ type AttemptRecord struct {
 // Counts are one process's outcomes recorded for one source between two
 // state changes it saw.
 type Counts struct {
+	// Successes, Failures, Fatal and Released count the outcomes the
+	// breaker applied, by kind (gate.Success, gate.Failure, gate.Fatal,
+	// gate.Released: a call that said nothing about the source, such as a
+	// caller error, a cancellation or a 429). Outcomes the breaker did not
+	// apply (a stale decision) are not counted.
 	Successes uint64
 	Failures  uint64
 	Fatal     uint64
@@ -134,7 +140,7 @@ type StateChange struct {
 	// Generation is the record's generation after the change; it grows on
 	// every transition (a Redis record that expired while idle starts again
 	// at 0; redis.Failover's fallback answers carry the top bit, see
-	// gate/doc.go "Generations").
+	// "Generations" in package gate).
 	Generation uint64
 	// Forced is the operator's override after the change (gate.Forcer).
 	Forced gate.Force

@@ -43,6 +43,7 @@ type Hedge struct {
 // HedgeObserver is an Observer that also wants the hedging events of the
 // scopes that hedge. Multi, Async, Funcs and Nop pass them on.
 type HedgeObserver interface {
+	// ObserveHedge is called for each hedging event.
 	ObserveHedge(Hedge)
 }
 
@@ -86,6 +87,8 @@ func deliverHedge(o Full, e Hedge) {
 // called besides ObserveHedge, only for calls that find the observer enabled.
 // Multi passes the event to each member that implements it.
 type HedgeContextObserver interface {
+	// ObserveHedgeContext is called for each hedging event with the ctx
+	// of its call.
 	ObserveHedgeContext(ctx context.Context, e Hedge)
 }
 

@@ -16,24 +16,34 @@ type Observer interface {
 // AttemptStartObserver is an Observer that also wants to know when attempts
 // begin (in-flight gauges).
 type AttemptStartObserver interface {
+	// ObserveAttemptStart is called when an attempt has been admitted and
+	// is about to call its source; its end is the matching ObserveAttempt.
 	ObserveAttemptStart(AttemptStart)
 }
 
 // RejectionObserver is an Observer that also wants every source an admission
 // round skipped.
 type RejectionObserver interface {
+	// ObserveRejection is called for each source an admission round
+	// passed over, with the reason.
 	ObserveRejection(Rejection)
 }
 
 // WaitObserver is an Observer that also wants the start and end of every
 // wait for a runnable source.
 type WaitObserver interface {
+	// ObserveWaitStart is called when a call finds no source it may run
+	// and begins to wait.
 	ObserveWaitStart(WaitStart)
+	// ObserveWaitEnd is called when that wait ends, with a source or with
+	// the error that ended it.
 	ObserveWaitEnd(WaitEnd)
 }
 
 // CallObserver is an Observer that also wants the end of every call.
 type CallObserver interface {
+	// ObserveCall is called once per governed call, when it ends (for a
+	// chat stream: when the stream ends or is closed).
 	ObserveCall(CallResult)
 }
 
@@ -42,6 +52,8 @@ type CallObserver interface {
 // call starts, and builds none of the call's reports while it says false.
 // An Observer without the method is always enabled.
 type EnabledObserver interface {
+	// Enabled reports whether the observer wants the events of a call
+	// starting now.
 	Enabled() bool
 }
 
@@ -165,14 +177,22 @@ func (Nop) ObserveCall(CallResult) {}
 // Funcs adapts functions to Full; a nil field ignores its events. It is as
 // safe for concurrent use as its functions are.
 type Funcs struct {
-	Attempt      func(AttemptRecord)
-	StateChange  func(StateChange)
+	// Attempt receives ObserveAttempt's events.
+	Attempt func(AttemptRecord)
+	// StateChange receives ObserveStateChange's events.
+	StateChange func(StateChange)
+	// AttemptStart receives ObserveAttemptStart's events.
 	AttemptStart func(AttemptStart)
-	Rejection    func(Rejection)
-	WaitStart    func(WaitStart)
-	WaitEnd      func(WaitEnd)
-	Call         func(CallResult)
-	Hedge        func(Hedge)
+	// Rejection receives ObserveRejection's events.
+	Rejection func(Rejection)
+	// WaitStart receives ObserveWaitStart's events.
+	WaitStart func(WaitStart)
+	// WaitEnd receives ObserveWaitEnd's events.
+	WaitEnd func(WaitEnd)
+	// Call receives ObserveCall's events.
+	Call func(CallResult)
+	// Hedge receives ObserveHedge's events.
+	Hedge func(Hedge)
 }
 
 var _ Full = Funcs{}

@@ -83,7 +83,7 @@ func endpoint(src transport.Source, path string) string {
 
 // post sends body as JSON to path on src and returns the response when its
 // status is 2xx; any other status is read, closed and returned as
-// *errs.HTTPError. A cancelled ctx is returned as is.
+// *transport.HTTPError. A cancelled ctx is returned as is.
 func (c *Client) post(ctx context.Context, src transport.Source, path string, body any, stream bool) (*http.Response, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {

@@ -39,10 +39,10 @@
 //
 // # Errors
 //
-// A non-2xx answer becomes *errs.HTTPError (pgw.HTTPError) carrying the
+// A non-2xx answer becomes *transport.HTTPError (pgw.HTTPError) carrying the
 // status, the upstream's Retry-After (or retry-after-ms) and the upstream's
 // error message, so the gateway classifies it: 429 throttles, 5xx
-// fails over, 401/403 are fatal, 400/404/413/422 go back to the caller. The
+// fails over, 401/402/403 are fatal, 400/404/413/422 go back to the caller. The
 // OpenAI error code, when present and not already in the text, is appended in
 // parentheses, e.g. "You exceeded your current quota (insufficient_quota)".
 // A stream that ends before "data: [DONE]" and before any finish_reason is

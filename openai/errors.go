@@ -46,7 +46,7 @@ func (e *StreamCutError) Code() string { return "PGW-STREAM-CUT" }
 
 // UpstreamError is an error the upstream reported inside a 2xx answer: an
 // {"error": …} event in a chat stream or an error object in a JSON body. It
-// is an ordinary failure; an error status is *errs.HTTPError instead.
+// is an ordinary failure; an error status is *transport.HTTPError instead.
 type UpstreamError struct {
 	// Source is the name of the source that reported the error.
 	Source string

@@ -22,10 +22,11 @@ const (
 	// Throttle: 429. Not a breaker failure (Released); the pacer shrinks and
 	// the source is held off until the upstream's Retry-After.
 	Throttle
-	// Fatal: 401/403 or an exhausted upstream quota. Breaker Fatal (open at
-	// once); the call fails over.
+	// Fatal: 401/402/403 or an exhausted upstream quota. Breaker Fatal
+	// (open at once); the call fails over.
 	Fatal
-	// CallerError: 400/404/413/422 — the request is wrong, not the source.
+	// CallerError: 400/404/413/422, or a request a source cannot carry
+	// (*transport.RequestError) — the request is wrong, not the source.
 	// Released; returned at once without retry.
 	CallerError
 	// Canceled: a cancellation the attempt reports. Released; returned at
@@ -54,12 +55,13 @@ func (c Class) String() string {
 
 // Classify is the default classification of an attempt's error. An
 // HTTPStatusError (*errs.HTTPError, pgw.HTTPError) anywhere in err's chain
-// is classified by status: 429 Throttle — unless its
-// message says the quota is exhausted ("insufficient_quota"), which is Fatal
-// like 401, 402 and 403; 400, 404, 413 and 422 CallerError; anything else
-// (5xx, 408, 409 …) Failure. context.Canceled is Canceled. Everything else —
-// context.DeadlineExceeded (the source's timeout), connection errors, a cut
-// stream — is Failure.
+// is classified by status: 429 Throttle; 401, 402 and 403 Fatal; 400, 404,
+// 413 and 422 CallerError; anything else (5xx, 408, 409 …) Failure — except
+// that an answer whose message says the quota is spent
+// ("insufficient_quota") is Fatal whatever its status. context.Canceled is
+// Canceled, and a *transport.RequestError (a request the source cannot
+// carry) is CallerError. Everything else — context.DeadlineExceeded (the
+// source's timeout), connection errors, a cut stream — is Failure.
 //
 // Errors of client libraries are understood without mapping code: any
 // error that carries an HTTP status (StatusOf: a StatusError, or an SDK

@@ -13,11 +13,12 @@
 //	success                      Record(Success), settle tokens, return
 //	5xx, timeout, connection …   Record(Failure), back off, fail over
 //	429                          Released; pacer decrease; memo until Retry-After
-//	401/403, insufficient quota  Record(Fatal): the breaker opens at once; fail over
+//	401/402/403, spent quota     Record(Fatal): the breaker opens at once; fail over
 //	400/404/413/422              Released; returned at once, no retry
 //	caller's ctx done            Released; ctx.Err() returned at once
 //
-// A call ends with *errs.GatewayUnavailableError once MAX_ATTEMPTS attempts
+// A call ends with a GatewayUnavailableError (errors.As into
+// *pgw.GatewayUnavailableError matches it) once MAX_ATTEMPTS attempts
 // failed, and with the admission's errors when no source may run
 // (CircuitOpenError, AllSourcesExhausted). All of these mark the end of
 // call-level retry, which lives entirely here; re-submitting later is the

@@ -35,8 +35,8 @@ func (e *Embed) BatchSize() int { return e.l.minBatch }
 
 // Embed returns one vector per input, in input order. When some sub-batches
 // fail and others succeed, the response holds the successful vectors (nil
-// where a sub-batch failed) and the error is a *errs.BatchError naming the
-// failed ranges; errors.As reaches each range's own error. A call that is
+// where a sub-batch failed) and the error is a BatchError naming the failed
+// ranges (errors.As into *pgw.BatchError matches it); errors.As reaches each range's own error. A call that is
 // not split returns its error as is.
 func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transport.EmbedResponse, error) {
 	n := len(req.Inputs)

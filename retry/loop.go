@@ -185,7 +185,10 @@ func New(cfg Config) (*Loop, error) {
 
 // ConfigError lists every invalid field of a loop's Config.
 type ConfigError struct {
-	Scope    string
+	// Scope names the scope whose Config is invalid.
+	Scope string
+	// Problems has one entry per invalid field: its name, its value and
+	// what is legal.
 	Problems []string
 }
 
@@ -205,7 +208,7 @@ func (l *Loop) Deliveries() *Deliveries { return &l.deliveries }
 
 // AttemptFunc is one attempt on one source: it returns the value, the tokens
 // used (for the quota's settle; zero when unknown) and an error that
-// Classify understands (a *errs.HTTPError for an upstream HTTP failure). ctx
+// Classify understands (a *transport.HTTPError for an upstream HTTP failure). ctx
 // carries the source's timeout.
 type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transport.Usage, error)
 

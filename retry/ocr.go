@@ -37,8 +37,8 @@ func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRR
 
 // Pages reads every page, in order. When some pages fail and others succeed,
 // the result holds the successful pages (zero where a page failed) and the
-// error is a *errs.BatchError naming the failed pages; errors.As reaches each
-// page's own error.
+// error is a BatchError naming the failed pages (errors.As into
+// *pgw.BatchError matches it); errors.As reaches each page's own error.
 func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transport.OCRResponse, error) {
 	out := make([]transport.OCRResponse, len(pages))
 	errsOf := make([]error, len(pages))

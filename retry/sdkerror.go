@@ -79,13 +79,13 @@ func ResponseOf(err error) *http.Response {
 }
 
 // AsHTTPError describes an error that carries an upstream HTTP status
-// (StatusOf) as a *errs.HTTPError: its status, its Retry-After read from the
+// (StatusOf) as a *transport.HTTPError: its status, its Retry-After read from the
 // headers (every form provider.RetryAfter knows, relative to now), and its
 // message — the provider's error body when the error exposes it through a
 // RawJSON() string method (openai-go, anthropic-sdk-go), else the error's
 // text — with key redacted. The result's chain holds both the description
 // and err, so errors.As reaches the library's own type as before. It
-// returns false when err already holds a *errs.HTTPError or no status.
+// returns false when err already holds a *transport.HTTPError or no status.
 func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error, bool) {
 	if err == nil {
 		return nil, false
@@ -128,7 +128,7 @@ func (e *describedError) Unwrap() []error         { return []error{e.desc, e.err
 func (e *describedError) InsufficientQuota() bool { return e.quota }
 
 // classifyStatusError classifies errors that carry an HTTP status without a
-// *errs.HTTPError, and errors that say the quota is spent.
+// *transport.HTTPError, and errors that say the quota is spent.
 func classifyStatusError(err error) (Class, bool) {
 	var qe quotaError
 	if errors.As(err, &qe) && qe.InsufficientQuota() {

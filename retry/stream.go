@@ -18,7 +18,11 @@ import (
 // io.EOF or an error; Close releases it. Close may be called from another
 // goroutine to abort a Recv.
 type Items[T any] interface {
+	// Recv returns the next item, io.EOF after the last one, or the error
+	// that ended the stream.
 	Recv() (T, error)
+	// Close releases the stream, and makes a Recv blocked in another
+	// goroutine return.
 	Close() error
 }
 

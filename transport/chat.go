@@ -175,12 +175,16 @@ type JSONSchema struct {
 // dropped: a scope that fails over between providers fails such a request
 // up front.
 type ChatRequest struct {
+	// Messages is the conversation so far, oldest first.
 	Messages []Message
-	Model    string
+	// Model names the model to ask; empty means the source's model.
+	Model string
 	// MaxTokens bounds the answer; 0 means the source's MAX_TOKENS, else the
 	// provider's default (providers that require a bound get a documented
 	// one).
-	MaxTokens   int
+	MaxTokens int
+	// Temperature is the sampling temperature, in [0, 2] (Anthropic
+	// sources accept [0, 1]).
 	Temperature *float64
 	// TopP is nucleus sampling's probability mass, in [0, 1].
 	TopP *float64
@@ -264,14 +268,19 @@ type ChatStream interface {
 
 // ChatResponse is a collected chat answer.
 type ChatResponse struct {
+	// Content is the answer's text, the chunks' Delta concatenated.
 	Content string
 	// ToolCalls are the tools the model asked for, assembled from the
 	// stream's pieces, in Index order.
-	ToolCalls    []ToolCall
+	ToolCalls []ToolCall
+	// FinishReason is why the answer ended, as the last chunk said
+	// ("stop", "length", "tool_calls", "content_filter").
 	FinishReason string
 	// Refusal is the model's refusal text, when it refused.
 	Refusal string
-	Usage   Usage
+	// Usage is the token usage the upstream reported; zero when it
+	// reported none.
+	Usage Usage
 	// Source is the name of the source that answered.
 	Source string
 }
@@ -280,5 +289,7 @@ type ChatResponse struct {
 // not know (a provider's newer events) instead of failing: UnknownEvents
 // returns how many they skipped so far.
 type EventCounter interface {
+	// UnknownEvents returns how many events the stream has skipped so far
+	// because it did not know their type.
 	UnknownEvents() int
 }

@@ -21,9 +21,10 @@ type RequestError struct {
 	Field string
 	// Problem says what is wrong and what is legal.
 	Problem string
-	// Source and Provider name the source whose provider cannot express
-	// the field; empty when the value is illegal everywhere.
-	Source   string
+	// Source names the source whose provider cannot express the field;
+	// empty when the value is illegal everywhere.
+	Source string
+	// Provider is that source's provider; empty with Source.
 	Provider config.Provider
 }
 

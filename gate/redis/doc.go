@@ -57,7 +57,7 @@
 // by. The probe lease set gets the full TTL with each lease. A record that
 // did expire reads as a fresh Closed one at generation 0, which is the
 // right answer for a source idle that long; a caller ordering answers by
-// generation (gate/doc.go "Generations") must read Snapshot when one goes
+// generation (see "Generations" in package gate) must read Snapshot when one goes
 // back.
 //
 // The one exception is a record an operator forced (Breaker.Force, pgw

@@ -76,7 +76,7 @@ const fallbackBit = uint64(1) << 63
 // The fallback keeps what it learned between outages. Its generations are
 // its own, so the Generation of a Decision or Update the fallback gave carries
 // the top bit as well: it never compares with a Redis generation as if both
-// counted one record (gate/doc.go "Generations"). A caller that sees the bit
+// counted one record (see "Generations" in package gate). A caller that sees the bit
 // come or go reads Snapshot to learn where the Failover stands now. Snapshot
 // reports the record it read — Redis, or the fallback during an outage — with
 // that record's own generation, unmarked, so that a reader comparing the

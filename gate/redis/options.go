@@ -52,8 +52,11 @@ func buildOptions(opts []Option) (options, error) {
 // ArgumentError reports an invalid argument or option of a constructor in
 // this package: which one, its value, and what is legal.
 type ArgumentError struct {
-	Name  string
+	// Name is the argument or option at fault ("prefix", "lease", …).
+	Name string
+	// Value is the value given, as text.
 	Value string
+	// Legal says what values are accepted.
 	Legal string
 }
 

@@ -9,6 +9,8 @@ import (
 // [Start, End) of an embedding request, or the page Start of an OCR request
 // (End = Start + 1).
 type BatchFailure struct {
+	// Start and End bound the failed part: input or page indexes
+	// [Start, End) of the call's request.
 	Start, End int
 	// Err is the part's error (a *GatewayUnavailableError, a
 	// *CircuitOpenError, a caller error, …).

@@ -9,7 +9,7 @@ import (
 
 // HTTPError is an upstream HTTP failure, returned by a transport or by a
 // pgw.Call function so that the gateway classifies it: 429 is a
-// throttle, 5xx a failure, 401/403 fatal, 400/404/413/422 a caller error.
+// throttle, 5xx a failure, 401/402/403 fatal, 400/404/413/422 a caller error.
 type HTTPError struct {
 	// StatusCode is the upstream's HTTP status.
 	StatusCode int

@@ -15,14 +15,19 @@ import (
 // has returned, unless a reply was lost (LostReplies) while the lease was
 // being taken: such a lease lives until it expires.
 type Leases struct {
+	// Scope and Source name the source whose keys were read.
 	Scope, Source string
-	InFlight      int64
-	Probes        int64
+	// InFlight is the number of quota in-flight slots still held.
+	InFlight int64
+	// Probes is the number of breaker probe leases still held.
+	Probes int64
 	// InFlightLife and ProbeLife are how long the longest-lived lease of
 	// each kind has left (0 for none).
 	InFlightLife, ProbeLife time.Duration
 }
 
+// String prints the counts and the longest remaining lives, for a test's
+// failure message.
 func (l Leases) String() string {
 	return fmt.Sprintf("%s/%s: in-flight %d (expiring within %v), probes %d (within %v)",
 		l.Scope, l.Source, l.InFlight, l.InFlightLife.Round(time.Millisecond), l.Probes, l.ProbeLife.Round(time.Millisecond))

@@ -61,6 +61,8 @@ type Report struct {
 
 // Phase is what the calls of one phase did.
 type Phase struct {
+	// Calls, Results and Overhead are Report's, for the calls of this
+	// phase only.
 	Calls    int64            `json:"calls"`
 	Results  map[string]int64 `json:"results"`
 	Overhead Histogram        `json:"overhead"`
@@ -69,8 +71,12 @@ type Phase struct {
 // Interval is a span of wall-clock time on one source ("" for a whole
 // process).
 type Interval struct {
-	Worker int    `json:"worker"`
-	Scope  string `json:"scope,omitempty"`
+	// Worker is the number of the worker process that saw the span.
+	Worker int `json:"worker"`
+	// Scope is the scope of a probe's span; for a gate outage, the kind of
+	// gate that was unreachable ("breaker" or "quota").
+	Scope string `json:"scope,omitempty"`
+	// Source is the source of a probe's span; empty for an outage.
 	Source string `json:"source,omitempty"`
 	Start  int64  `json:"start"` // unix ns
 	End    int64  `json:"end"`   // unix ns
@@ -246,9 +252,13 @@ func formatCounts(m map[string]int64) string {
 // Histogram counts durations in logarithmic buckets 2% wide, from 1 µs:
 // quantiles are exact to 2%. The zero value is empty and ready.
 type Histogram struct {
+	// Buckets counts durations by bucket: bucket k holds those from
+	// 1.02^k µs up to 1.02^(k+1) µs.
 	Buckets map[int]int64 `json:"buckets"`
-	N       int64         `json:"n"`
-	MaxNs   int64         `json:"max_ns"`
+	// N is the number of durations counted.
+	N int64 `json:"n"`
+	// MaxNs is the longest duration counted, in nanoseconds.
+	MaxNs int64 `json:"max_ns"`
 }
 
 const histogramBase = 1.02

@@ -83,7 +83,9 @@ type Spec struct {
 	// (pgw.WithRedisClient), built as the gateway builds one (no retries)
 	// with RedisReadTimeout, and count the replies it lost; otherwise the
 	// gateway builds its client from PGW_REDIS_URL.
-	OwnRedis         bool          `json:"own_redis"`
+	OwnRedis bool `json:"own_redis"`
+	// RedisAddr is the host:port that client dials; RedisReadTimeout is
+	// its read timeout.
 	RedisAddr        string        `json:"redis_addr"`
 	RedisReadTimeout time.Duration `json:"redis_read_timeout"`
 	// RetryAfterGrace is the slack around an upstream Retry-After within

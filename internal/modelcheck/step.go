@@ -42,13 +42,17 @@ const (
 // Settle, SettleForged and Release (quota), and Advance (both); a Step prints
 // itself as that call (GoString), so a shrunk sequence pastes into a test.
 type Step struct {
-	Kind    Kind
-	Source  string
+	// Kind is the operation.
+	Kind Kind
+	// Source is the source the operation is on.
+	Source string
+	// Sources are the sources of a RetryAfter step.
 	Sources []string
 	// ID names a decision or a permit: the one an Enter or Acquire step
 	// obtains, or the one a Record, Settle or Release step uses (0 for a
 	// forged one).
-	ID      int
+	ID int
+	// Outcome is a Record step's outcome.
 	Outcome gate.Outcome
 	// Forged is the decision a Record step with ID 0 hands to both gates: a
 	// token made up by the test rather than obtained from TryEnter.

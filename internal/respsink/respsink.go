@@ -12,5 +12,7 @@ type Key struct{}
 // Receiver is a response sink that is a method of an object the attempt
 // allocates anyway.
 type Receiver interface {
+	// Receive is called with the status and headers of the attempt's
+	// upstream response.
 	Receive(status int, h http.Header)
 }

@@ -7,7 +7,9 @@ import (
 
 // Body is an upstream answer read as items: Events, Chunks or Whole.
 type Body interface {
+	// Recv returns the next item, io.EOF after the last one.
 	Recv() (Item, error)
+	// Close releases the response body.
 	Close() error
 	// Response is the upstream response: status and headers.
 	Response() *http.Response
@@ -24,6 +26,7 @@ func (e *Events) Response() *http.Response { return e.Resp }
 
 // Chunks reads any other body in pieces of up to 32 KiB.
 type Chunks struct {
+	// Resp is the upstream response whose body is read.
 	Resp *http.Response
 	buf  []byte
 }
@@ -53,7 +56,9 @@ func (c *Chunks) Close() error { return c.Resp.Body.Close() }
 
 // Whole is an answer read whole: one item, then io.EOF.
 type Whole struct {
+	// Resp is the upstream response, its body already read into Item.
 	Resp *http.Response
+	// Item is the answer, handed out by the first Recv.
 	Item Item
 	sent bool
 }

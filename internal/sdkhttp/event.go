@@ -45,6 +45,7 @@ type Item struct {
 // io.EOF after the terminal event, and ErrNoTerminalEvent (wrapped) when the
 // body ends without one. Not safe for concurrent use, except Close.
 type Events struct {
+	// Resp is the upstream response whose body is read.
 	Resp *http.Response
 	// OnModel, when set, is called with the first model an event names.
 	OnModel func(model string)

@@ -36,6 +36,8 @@ const (
 
 // Usage is the token count the fake reports, in OpenAI's field names.
 type Usage struct {
+	// PromptTokens, CompletionTokens and TotalTokens are sent as the
+	// usage object's prompt_tokens, completion_tokens and total_tokens.
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
@@ -82,13 +84,20 @@ type Reply struct {
 
 // Request is what the fake recorded of one request.
 type Request struct {
-	Endpoint      Endpoint
-	Path          string
+	// Endpoint is the kind of request the fake took it for.
+	Endpoint Endpoint
+	// Path is the request's URL path.
+	Path string
+	// Authorization is the request's Authorization header, as sent.
 	Authorization string
-	Body          []byte
-	Model         string
-	Stream        bool
-	IncludeUsage  bool
+	// Body is the request body, as sent.
+	Body []byte
+	// Model is the body's "model".
+	Model string
+	// Stream is the body's "stream".
+	Stream bool
+	// IncludeUsage is the body's "stream_options.include_usage".
+	IncludeUsage bool
 	// Prompt is the text of the messages (the text parts of an OCR request).
 	Prompt string
 	// ImageURL is the image_url of an OCR request.

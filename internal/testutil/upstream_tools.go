@@ -9,7 +9,9 @@ import (
 
 // ToolCall is a tool call the fake's answer asks for.
 type ToolCall struct {
-	ID        string
+	// ID is the call's ID, as the answer names it.
+	ID string
+	// Name is the function the call asks for.
 	Name      string
 	Arguments string // JSON text, sent in two fragments when streamed
 }

@@ -66,6 +66,7 @@ func WithConstLabels(l prometheus.Labels) Option { return func(o *options) { o.c
 
 // Dropper is what counts dropped events: *observe.AsyncObserver.
 type Dropper interface {
+	// Dropped returns how many events were dropped so far.
 	Dropped() uint64
 }
 

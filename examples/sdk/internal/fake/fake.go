@@ -41,11 +41,15 @@ const DefaultText = "Hello from the fake."
 
 // Request is what the fake recorded of one request.
 type Request struct {
-	Path   string
-	Key    string // the credential: Bearer token or x-api-key
-	Model  string
+	// Path is the request's URL path.
+	Path string
+	Key  string // the credential: Bearer token or x-api-key
+	// Model is the body's "model".
+	Model string
+	// Stream is the body's "stream".
 	Stream bool
-	Body   map[string]any
+	// Body is the JSON body, decoded.
+	Body map[string]any
 }
 
 // Upstream is one fake provider. Safe for concurrent use.

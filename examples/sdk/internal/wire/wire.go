@@ -25,9 +25,13 @@ import (
 
 // Request is what a Server recorded of one request.
 type Request struct {
+	// Method, Path and RawQuery are the request's method, URL path and
+	// URL query, as sent.
 	Method, Path, RawQuery string
-	Header                 http.Header
-	Body                   []byte
+	// Header is a copy of the request's headers.
+	Header http.Header
+	// Body is the request body, as sent.
+	Body []byte
 }
 
 // Server is one scripted upstream. Safe for concurrent use.
