@@ -147,21 +147,34 @@ func (s *iterStream[T]) Recv() (T, error) {
 
 func (s *iterStream[T]) Close() error { return s.it.Close() }
 
-// endGuard ties a held stream to its call: arm makes the call's end (the
-// gateway's Close) close the stream; end, run when the stream ends, undoes
-// that. Either may come first, from different goroutines.
+// endGuard ties a held stream to its call: arm makes the end of the call's
+// ctx (the caller's cancellation or deadline, the gateway's Close) close the
+// stream; end, run when the stream ends, undoes that. Either may come first,
+// from different goroutines.
 type endGuard struct {
 	mu    sync.Mutex
 	ended bool
 	stop  func() bool
 }
 
+// afterFuncer is a ctx that runs a function when it ends, on the goroutine
+// that ends it (the call's ctx does).
+type afterFuncer interface {
+	AfterFunc(f func()) (stop func() bool)
+}
+
 func (e *endGuard) arm(ctx context.Context, closeStream func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.ended {
-		e.stop = context.AfterFunc(ctx, closeStream)
+	if e.ended {
+		return
 	}
+	if a, ok := ctx.(afterFuncer); ok {
+		// No goroutine even when ctx ends: closeStream runs as it ends.
+		e.stop = a.AfterFunc(closeStream)
+		return
+	}
+	e.stop = context.AfterFunc(ctx, closeStream)
 }
 
 func (e *endGuard) end() {

@@ -86,11 +86,15 @@ func TestCloseInterruptsOpenCallStreamsAndSDKBodiesWithErrClosed(t *testing.T) {
 	assert.ErrorIs(t, <-bodyErr, pgw.ErrClosed, "SDK body")
 	require.NoError(t, items.Close())
 	require.NoError(t, resp.Body.Close())
-	// Each stream ends once, given back (abandoned or canceled: whichever
-	// of Close and the blocked Recv saw the end first), never a failure.
+	// Each stream ends once, given back, never a failure — and reported as
+	// the gateway's Close, whichever of Close and the blocked Recv saw the
+	// end first: neither the caller's cancellation nor its abandonment.
 	require.Len(t, rec.Attempts(), 2)
 	for _, a := range rec.Attempts() {
-		assert.Contains(t, []string{pgw.OutcomeAbandoned, pgw.OutcomeCanceled}, a.Outcome, a.Source)
+		assert.Equal(t, pgw.OutcomeClosed, a.Outcome, a.Source)
 	}
-	assert.Len(t, rec.Results(), 2)
+	assert.Equal(t, []string{pgw.ResultClosed, pgw.ResultClosed}, rec.Results())
+	for _, r := range rec.Calls() {
+		assert.ErrorIs(t, r.Err, pgw.ErrClosed, "the call's reported error is the one its caller got")
+	}
 }

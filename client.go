@@ -17,6 +17,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
 	"github.com/pgw-go/pgw/retry"
@@ -24,7 +25,7 @@ import (
 
 // ErrClosed is returned by every call made after GatewayClient.Close, and by
 // calls that Close interrupted.
-var ErrClosed = errors.New("pgw: gateway client is closed")
+var ErrClosed = errs.ErrClosed
 
 // GatewayClient makes governed calls to the upstreams of its scopes: every
 // call goes through admission (memo, breaker, quota, pacer), retries with
@@ -348,8 +349,12 @@ func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse
 // ChatStream opens a governed streamed chat completion in the CHAT scope. It
 // returns once the first chunk has arrived; until then the call retries and
 // fails over, after it a failure is returned by Recv. The stream holds its
-// source's admission (probe lease, quota permit, pacer slot) until it ends:
-// read it to io.EOF or Close it. ctx bounds the whole stream.
+// source's admission (probe lease, quota permit or in-flight slot, pacer
+// slot) until it ends: read it to io.EOF or Close it. ctx bounds the whole
+// stream: when it ends (cancelled, or its deadline passed) the stream is
+// closed and its admission given back as Released, as if the caller had
+// closed it, even if the stream is never read again; a later Recv returns
+// the ctx's cause. Close the stream all the same.
 func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Stream, error) {
 	sc, err := g.typed(ScopeChat)
 	if err != nil {
@@ -379,6 +384,10 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	}
 	g.streams[s] = struct{}{}
 	g.mu.Unlock()
+	// The call's ctx ending — the caller's cancellation or deadline, the
+	// gateway's Close — closes the stream: no goroutine waits for it, and
+	// the stream's own end disarms it.
+	s.guard.arm(c.ctx, func() { _ = s.Close() })
 	return s, nil
 }
 

@@ -44,6 +44,13 @@ func (r *recorder) Results() []string {
 	return out
 }
 
+// Calls lists each call's CallResult, in order.
+func (r *recorder) Calls() []pgw.CallResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pgw.CallResult(nil), r.calls...)
+}
+
 func (r *recorder) Changes() []pgw.StateChange {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -314,7 +314,8 @@ func TestHTTPClientCloseEndsAnOpenStream(t *testing.T) {
 	_, err := io.ReadAll(resp.Body)
 	assert.Error(t, err)
 	_ = resp.Body.Close()
-	assert.Equal(t, []string{"primary:abandoned"}, rec.Outcomes())
+	assert.Equal(t, []string{"primary:closed"}, rec.Outcomes())
+	assert.Equal(t, []string{pgw.ResultClosed}, rec.Results())
 }
 
 func TestErrorFromFindsNothingInAPlainError(t *testing.T) {

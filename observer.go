@@ -42,8 +42,9 @@ type (
 )
 
 // The values of AttemptRecord.Outcome: the retry classes, plus
-// OutcomeAbandoned for a chat stream closed before its end and OutcomePanic
-// for an attempt function that panicked.
+// OutcomeAbandoned for a chat stream closed before its end, OutcomeClosed
+// for an attempt that the gateway's Close ended, and OutcomePanic for an
+// attempt function that panicked.
 const (
 	OutcomeSuccess     = observe.OutcomeSuccess
 	OutcomeFailure     = observe.OutcomeFailure
@@ -52,6 +53,7 @@ const (
 	OutcomeCallerError = observe.OutcomeCallerError
 	OutcomeCanceled    = observe.OutcomeCanceled
 	OutcomeAbandoned   = observe.OutcomeAbandoned
+	OutcomeClosed      = observe.OutcomeClosed
 	OutcomePanic       = observe.OutcomePanic
 )
 
@@ -65,6 +67,7 @@ const (
 	ResultCallerError    = observe.ResultCallerError
 	ResultCanceled       = observe.ResultCanceled
 	ResultAbandoned      = observe.ResultAbandoned
+	ResultClosed         = observe.ResultClosed
 	ResultError          = observe.ResultError
 )
 

@@ -15,6 +15,10 @@ type Stream struct {
 	g  *GatewayClient
 	st *retry.Stream
 	c  *call
+	// guard closes the stream when its call's ctx ends (the caller's
+	// cancellation or deadline, the gateway's Close), so that a stream
+	// nobody reads or closes gives its admission back.
+	guard endGuard
 }
 
 var _ ChatStream = (*Stream)(nil)
@@ -35,8 +39,10 @@ func (s *Stream) Usage() Usage { return s.st.Usage() }
 func (s *Stream) UnknownEvents() int { return s.st.UnknownEvents() }
 
 // Recv returns the next chunk, io.EOF at the end, or the error that cut the
-// stream (ErrClosed when the gateway was closed). The stream's end gives the
-// source's admission back.
+// stream: ErrClosed when the gateway was closed, the cause of the ctx given
+// to ChatStream when that ended (context.Canceled, DeadlineExceeded, or the
+// cause given to its cancel). The stream's end gives the source's admission
+// back.
 func (s *Stream) Recv() (ChatChunk, error) {
 	if s == nil {
 		return ChatChunk{}, errNilStream
@@ -52,7 +58,9 @@ func (s *Stream) Recv() (ChatChunk, error) {
 }
 
 // Close releases the stream; closing before io.EOF gives the admission back
-// as Released (an abandoned answer says nothing about the source).
+// as Released (an abandoned answer says nothing about the source). Close is
+// idempotent: a later Close, or one after the stream's ctx ended and closed
+// it, returns what the first did.
 func (s *Stream) Close() error {
 	if s == nil {
 		return errNilStream
@@ -62,9 +70,10 @@ func (s *Stream) Close() error {
 	return err
 }
 
-// end ends the stream's call: it leaves the gateway's open streams and
-// gives back the call's registration (once).
+// end ends the stream's call: it disarms the guard, leaves the gateway's
+// open streams and gives back the call's registration (once).
 func (s *Stream) end(err error) error {
+	s.guard.end() // before the call's end, which stops the ctx the guard watches
 	s.g.mu.Lock()
 	delete(s.g.streams, s)
 	s.g.mu.Unlock()

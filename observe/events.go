@@ -8,16 +8,22 @@ import (
 )
 
 // The values of AttemptRecord.Outcome: the retry classes (retry.Class
-// names), plus OutcomeAbandoned for a chat stream closed before its end and
-// OutcomePanic.
+// names), plus OutcomeAbandoned, OutcomeClosed, OutcomePanic and
+// OutcomeHedgeLost.
 const (
 	OutcomeSuccess     = "success"
 	OutcomeFailure     = "failure"
 	OutcomeThrottle    = "throttle"
 	OutcomeFatal       = "fatal"
 	OutcomeCallerError = "caller_error"
-	OutcomeCanceled    = "canceled"
-	OutcomeAbandoned   = "abandoned"
+	// OutcomeCanceled: the caller's context ended the attempt (its
+	// cancellation or deadline); nothing is counted against the source.
+	OutcomeCanceled = "canceled"
+	// OutcomeAbandoned: the caller closed a stream before its end.
+	OutcomeAbandoned = "abandoned"
+	// OutcomeClosed: the gateway's Close ended the attempt; like a
+	// cancellation, nothing is counted against the source.
+	OutcomeClosed = "closed"
 	// OutcomePanic: the attempt panicked; the panic went on to the caller.
 	OutcomePanic = "panic"
 )
@@ -42,6 +48,9 @@ const (
 	ResultCanceled = "canceled"
 	// ResultAbandoned: a chat stream was closed before its end.
 	ResultAbandoned = "abandoned"
+	// ResultClosed: the gateway's Close ended the call (it returned
+	// pgw.ErrClosed); the caller's context was still live.
+	ResultClosed = "closed"
 	// ResultError: anything else — a gate that could not answer, a stream
 	// cut after its first chunk.
 	ResultError = "error"

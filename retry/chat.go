@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -221,6 +222,10 @@ type Stream struct {
 	// given back, so that Close racing a Recv that ends the stream returns
 	// only once that is done.
 	ending sync.Mutex
+	// closeOnce closes the transport's stream once; closeErr is what that
+	// returned.
+	closeOnce sync.Once
+	closeErr  error
 
 	mu    sync.Mutex // usage: Close may read it while Recv writes it
 	usage transport.Usage
@@ -264,10 +269,16 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		return transport.ChatChunk{}, io.EOF
 	}
+	if s.ctx.Err() != nil {
+		// The call's ctx ended — the caller's cancellation or deadline, or
+		// the gateway's Close — and the stream was closed for it: whatever
+		// the transport said as it closed, the caller hears why.
+		err = context.Cause(s.ctx)
+	}
 	s.end = err
 	switch {
 	case s.ctx.Err() != nil:
-		s.finish(admission.Result{Outcome: released}, observe.OutcomeCanceled, err)
+		s.finish(admission.Result{Outcome: released}, endedOutcome(s.ctx), err)
 	case s.closing.Load():
 		s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
 	default:
@@ -278,15 +289,23 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 }
 
 // Close releases the stream. Closing before io.EOF gives the admission back
-// as Released: an abandoned answer says nothing about the source.
+// as Released: an abandoned answer says nothing about the source. A stream
+// closed once its ctx has ended (the caller's cancellation or deadline, or
+// the gateway's Close) is recorded as that end, not as abandoned. The
+// transport's stream is closed once; every Close returns what that one did.
 func (s *Stream) Close() error {
 	s.closing.Store(true)
-	var err error
-	if s.st != nil {
-		err = s.st.Close()
+	s.closeOnce.Do(func() {
+		if s.st != nil {
+			s.closeErr = s.st.Close()
+		}
+	})
+	outcome := observe.OutcomeAbandoned
+	if s.ctx.Err() != nil {
+		outcome = endedOutcome(s.ctx)
 	}
-	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
-	return err
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, outcome, nil)
+	return s.closeErr
 }
 
 func (s *Stream) note(ch transport.ChatChunk) {
@@ -322,7 +341,12 @@ func streamResult(ctx context.Context, outcome string) string {
 		return observe.ResultSuccess
 	case outcome == observe.OutcomeAbandoned:
 		return observe.ResultAbandoned
+	case outcome == observe.OutcomeClosed:
+		return observe.ResultClosed
 	case outcome == observe.OutcomeCanceled || ctx.Err() != nil:
+		if errs.ClosedBy(ctx) {
+			return observe.ResultClosed
+		}
 		return observe.ResultCanceled
 	}
 	return observe.ResultError // cut after the first chunk: not retried

@@ -450,7 +450,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		return
 	}
 	if ctx.Err() != nil {
-		r.class, r.outcome, r.err = Canceled, observe.OutcomeCanceled, ctx.Err()
+		r.class, r.outcome, r.err = Canceled, endedOutcome(ctx), ctx.Err()
 		return
 	}
 	if lg.state.Load() == legLost {

@@ -459,8 +459,9 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	}
 	var zero T
 	if ctx.Err() != nil {
-		// The caller gave up: the attempt says nothing about the source.
-		outcome = observe.OutcomeCanceled
+		// The caller gave up, or the gateway closed: the attempt says
+		// nothing about the source.
+		outcome = endedOutcome(ctx)
 		return zero, Canceled, ctx.Err()
 	}
 	if d, ok := AsHTTPError(err, src.Provider, src.APIKey.Reveal(), l.clock.Now()); ok {

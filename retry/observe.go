@@ -122,10 +122,14 @@ func (a *attemptReport) end(outcome string, err error, usage transport.Usage) {
 	}
 }
 
-// end reports the call's result.
+// end reports the call's result. A call that the gateway's Close ended
+// reports ErrClosed, the error the caller gets, whatever its attempt saw.
 func (r *report) end(result string, err error) {
 	if r == nil {
 		return
+	}
+	if result == observe.ResultClosed {
+		err = errs.ErrClosed
 	}
 	res := observe.CallResult{
 		Scope: r.scope, Result: result, Source: r.source, Attempts: r.attempts, Err: err,
@@ -135,6 +139,17 @@ func (r *report) end(result string, err error) {
 	if r.ctx != nil {
 		r.tr.EndCall(r.ctx, res)
 	}
+}
+
+// endedOutcome is the AttemptRecord.Outcome of an attempt that its call's
+// ctx ended: OutcomeClosed when the gateway's Close ended it, else
+// OutcomeCanceled (the caller's cancellation or deadline). Either way the
+// attempt's class is Canceled: it says nothing about the source.
+func endedOutcome(ctx context.Context) string {
+	if errs.ClosedBy(ctx) {
+		return observe.OutcomeClosed
+	}
+	return observe.OutcomeCanceled
 }
 
 // outcomeOf is an ended attempt's AttemptRecord.Outcome.
@@ -159,6 +174,8 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 		return observe.ResultQuotaExhausted
 	case errors.As(err, &gue):
 		return observe.ResultUnavailable
+	case errs.ClosedBy(ctx):
+		return observe.ResultClosed
 	case ctx.Err() != nil:
 		return observe.ResultCanceled
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
@@ -139,6 +140,8 @@ func TestAttemptRecordCarriesStatusRetryAfterLatencyAndTokens(t *testing.T) {
 func TestCallResultNamesHowTheCallEnded(t *testing.T) {
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
+	closed, closeIt := context.WithCancelCause(context.Background())
+	closeIt(errs.ErrClosed) // as the gateway's Close ends a call
 	for _, tc := range []struct {
 		name string
 		opts []envOpt
@@ -155,6 +158,7 @@ func TestCallResultNamesHowTheCallEnded(t *testing.T) {
 		{name: "stalled", opts: []envOpt{withScope(func(s *config.ScopeSettings) { s.CircuitOpen = "wait" })},
 			prep: func(t *testing.T, e *env) { e.forceOpen(t, "s1"); e.forceOpen(t, "s2") }, want: observe.ResultStalled},
 		{name: "canceled", ctx: canceled, want: observe.ResultCanceled},
+		{name: "closed", ctx: closed, want: observe.ResultClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &trail{}
@@ -171,7 +175,11 @@ func TestCallResultNamesHowTheCallEnded(t *testing.T) {
 			require.Len(t, tr.calls, 1)
 			c := tr.calls[0]
 			assert.Equal(t, tc.want, c.Result)
-			assert.Equal(t, err, c.Err)
+			if tc.want == observe.ResultClosed {
+				assert.Equal(t, errs.ErrClosed, c.Err, "the error the gateway's caller gets")
+			} else {
+				assert.Equal(t, err, c.Err)
+			}
 			assert.Equal(t, "CHAT", c.Scope)
 		})
 	}

@@ -258,11 +258,19 @@ func (s *ItemStream[T]) Recv() (T, error) {
 }
 
 // Close releases the stream. Closing before its end gives the admission back
-// as Released: an abandoned answer says nothing about the source.
+// as Released: an abandoned answer says nothing about the source. Closed
+// once its ctx has ended, the stream is recorded as that end (canceled, or
+// closed for the gateway's Close) rather than as abandoned.
 func (s *ItemStream[T]) Close() error {
 	s.closing.Store(true)
 	err := s.closeItems()
-	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, observe.OutcomeAbandoned, nil)
+	outcome := observe.OutcomeAbandoned
+	if s.ctx.Err() != nil {
+		// Closed for its ctx's end (the caller's cancellation or deadline,
+		// or the gateway's Close): recorded as that end.
+		outcome = endedOutcome(s.ctx)
+	}
+	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, outcome, nil)
 	return err
 }
 
@@ -288,7 +296,7 @@ func (s *ItemStream[T]) succeed() {
 
 func (s *ItemStream[T]) fail(err error) {
 	if s.ctx.Err() != nil {
-		s.finish(admission.Result{Outcome: released}, observe.OutcomeCanceled, err)
+		s.finish(admission.Result{Outcome: released}, endedOutcome(s.ctx), err)
 		return
 	}
 	if s.closing.Load() {

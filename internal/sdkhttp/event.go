@@ -43,7 +43,9 @@ type Item struct {
 
 // Events reads a text/event-stream body one event at a time. Recv returns
 // io.EOF after the terminal event, and ErrNoTerminalEvent (wrapped) when the
-// body ends without one. Not safe for concurrent use, except Close.
+// body ends without one. A UTF-8 byte order mark at the start of the body
+// is ignored when the events are read (and passed on in Raw). Not safe for
+// concurrent use, except Close.
 type Events struct {
 	// Resp is the upstream response whose body is read.
 	Resp *http.Response
@@ -53,7 +55,11 @@ type Events struct {
 	started bool
 	ended   bool
 	modeled bool
+	begun   bool // the body's first line has been read (its BOM ignored)
 }
+
+// bom is the UTF-8 byte order mark that may open an event stream.
+var bom = []byte("\xEF\xBB\xBF")
 
 // NewEvents reads resp's body as server-sent events.
 func NewEvents(resp *http.Response) *Events {
@@ -98,10 +104,15 @@ func (e *Events) Recv() (Item, error) {
 			return Item{}, err
 		}
 		field := bytes.TrimRight(line, "\r\n")
+		if !e.begun {
+			e.begun = true
+			field = bytes.TrimPrefix(field, bom)
+		}
 		if len(field) == 0 {
 			if len(data) == 0 && len(name) == 0 {
 				// Comments or stray blank lines: part of the next event.
-				if len(bytes.TrimSpace(raw)) == 0 || bytes.HasPrefix(bytes.TrimSpace(raw), []byte(":")) {
+				lead := bytes.TrimPrefix(bytes.TrimSpace(raw), bom)
+				if len(lead) == 0 || bytes.HasPrefix(lead, []byte(":")) {
 					return Item{Raw: raw}, nil
 				}
 				continue

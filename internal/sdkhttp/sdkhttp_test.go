@@ -52,6 +52,28 @@ func TestOpenAIChatStreamEvents(t *testing.T) {
 	assert.Equal(t, body, joined.String(), "the bytes pass through unchanged")
 }
 
+// A byte order mark before the first event does not hide it: the event is
+// read as content (and its usage as usage), and the bytes pass through.
+func TestLeadingByteOrderMarkIsIgnored(t *testing.T) {
+	body := "\xEF\xBB\xBFdata: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n" +
+		"data: [DONE]\n\n"
+	items, err := readAll(t, events(body))
+	require.ErrorIs(t, err, io.EOF)
+	require.Len(t, items, 2)
+	assert.True(t, items[0].Content)
+	require.NotNil(t, items[0].Usage)
+	assert.Equal(t, 4, items[0].Usage.TotalTokens)
+	assert.True(t, items[1].Terminal)
+	assert.Equal(t, body, string(items[0].Raw)+string(items[1].Raw), "the bytes pass through unchanged")
+
+	comment := "\xEF\xBB\xBF: hi\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n"
+	items, err = readAll(t, events(comment))
+	require.ErrorIs(t, err, io.EOF)
+	require.Len(t, items, 3)
+	assert.False(t, items[0].Content, "a comment after the mark is a comment")
+	assert.True(t, items[1].Content)
+}
+
 func TestAnthropicStreamEvents(t *testing.T) {
 	body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +

@@ -23,12 +23,18 @@ var ErrLineTooLong = fmt.Errorf("sse: event stream line longer than %d bytes", M
 // more of the body than the current event. Fields other than data (event,
 // id, retry) and comments (": keep-alive") are ignored: OpenAI-compatible
 // streams carry everything in data, and Anthropic's repeat the event's name
-// as the data's "type". Not safe for concurrent use.
+// as the data's "type". One UTF-8 byte order mark at the start of the
+// stream is ignored, as the event-stream format prescribes. Not safe for
+// concurrent use.
 type Reader struct {
-	r    *bufio.Reader
-	line []byte // reused buffer for lines longer than the bufio buffer
-	data []byte // data of the event being read
+	r     *bufio.Reader
+	line  []byte // reused buffer for lines longer than the bufio buffer
+	data  []byte // data of the event being read
+	begun bool   // the stream's first line has been read (and its BOM dropped)
 }
+
+// bom is the UTF-8 byte order mark, ignored once at the stream's start.
+var bom = []byte("\xEF\xBB\xBF")
 
 // NewReader returns a Reader of the event stream r.
 func NewReader(r io.Reader) *Reader {
@@ -50,6 +56,10 @@ func (s *Reader) Next() ([]byte, error) {
 				return s.data, nil
 			}
 			return nil, err
+		}
+		if !s.begun {
+			s.begun = true
+			line = bytes.TrimPrefix(line, bom)
 		}
 		if len(line) == 0 {
 			if haveData {

@@ -39,6 +39,9 @@ func TestSSEReaderParsesEvents(t *testing.T) {
 		{name: "last event without blank line", body: "data: a\n\ndata: [DONE]\n", want: []string{"a", "[DONE]"}},
 		{name: "last line cut in the middle is dropped", body: "data: a\n\ndata: {\"cho", want: []string{"a"}},
 		{name: "empty body", body: "", want: nil},
+		{name: "a leading byte order mark is ignored", body: "\xEF\xBB\xBFdata: a\n\ndata: b\n\n", want: []string{"a", "b"}},
+		{name: "a leading byte order mark before a comment", body: "\xEF\xBB\xBF: hi\n\ndata: a\n\n", want: []string{"a"}},
+		{name: "only the stream's first byte order mark is ignored", body: "\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\ndata: b\n\n\xEF\xBB\xBFdata: c\n\n", want: []string{"b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

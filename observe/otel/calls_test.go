@@ -167,6 +167,32 @@ func TestStreamCanceledMidStreamEndsItsSpans(t *testing.T) {
 	inFlightIsZero(t, r)
 }
 
+// A stream the gateway's Close interrupts ends its spans as closed — not as
+// the caller's cancellation — in error (the call returned ErrClosed), and
+// leaves nothing in flight.
+func TestStreamInterruptedByCloseEndsItsSpansAsClosed(t *testing.T) {
+	r, _ := gatedStream(t)
+	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+	require.NoError(t, r.gw.Close())
+	_, err = st.Recv()
+	require.ErrorIs(t, err, pgw.ErrClosed)
+	require.NoError(t, st.Close())
+
+	byName := r.ended()
+	require.Len(t, byName["chat model-s"], 1)
+	require.Len(t, byName[pgwotel.SpanCall], 1)
+	att, call := byName["chat model-s"][0], byName[pgwotel.SpanCall][0]
+	assert.Equal(t, pgw.OutcomeClosed, attrs(att.Attributes)["pgw.outcome"])
+	assert.Equal(t, pgw.OutcomeClosed, attrs(att.Attributes)["error.type"])
+	assert.Equal(t, pgw.ResultClosed, attrs(call.Attributes)["pgw.result"])
+	assert.Equal(t, pgw.ResultClosed, attrs(call.Attributes)["error.type"])
+	assert.Equal(t, codes.Error, call.Status.Code)
+	inFlightIsZero(t, r)
+}
+
 // A stream the caller closes before its end is abandoned, not failed: both
 // spans end without an error status.
 func TestStreamClosedEarlyIsAbandonedNotAnError(t *testing.T) {

@@ -38,9 +38,9 @@
 // pgw.priority (the source's tier), pgw.breaker.state (the breaker's state
 // when it admitted the attempt), pgw.probe (the attempt held the half-open
 // probe lease), pgw.attempt (from 1), pgw.outcome (success, failure,
-// throttle, fatal, caller_error, canceled, abandoned, panic, hedge_lost) and
-// pgw.retry_after (s; the upstream's Retry-After, which pgw honoured by
-// holding the source off). The attempt of a custom function (pgw.Call) is a
+// throttle, fatal, caller_error, canceled, abandoned, closed, panic,
+// hedge_lost) and pgw.retry_after (s; the upstream's Retry-After, which pgw
+// honoured by holding the source off). The attempt of a custom function (pgw.Call) is a
 // "pgw.attempt" span without gen_ai attributes.
 //
 // A streamed chat answer's attempt span, and the call's, end when the stream
