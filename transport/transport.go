@@ -20,6 +20,7 @@ type HTTPError = errs.HTTPError
 
 // EmbedRequest asks for one vector per input.
 type EmbedRequest struct {
+	// Inputs are the texts to embed: at least one.
 	Inputs []string
 	Model  string
 }
@@ -32,6 +33,7 @@ type EmbedResponse struct {
 
 // OCRRequest carries one image (PNG or JPEG bytes).
 type OCRRequest struct {
+	// Image is the image's bytes: never empty.
 	Image []byte
 	// MIME is the image type; empty means detected from the bytes.
 	MIME   string
