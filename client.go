@@ -330,8 +330,9 @@ func (g *GatewayClient) Scopes() []string {
 // Chat runs a governed chat completion in the CHAT scope and collects the
 // streamed answer. Nothing reaches the caller before the answer is whole,
 // so an attempt whose stream is cut half-way is a failed attempt like any
-// other: the call retries and fails over. A request that a source of the
-// scope cannot carry is a *RequestError before any attempt.
+// other: the call retries and fails over. A request without messages, with
+// an illegal value, or with a field a source of the scope cannot carry is a
+// *RequestError before admission.
 func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	sc, err := g.typed(ScopeChat)
 	if err != nil {
@@ -354,7 +355,8 @@ func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse
 // stream: when it ends (cancelled, or its deadline passed) the stream is
 // closed and its admission given back as Released, as if the caller had
 // closed it, even if the stream is never read again; a later Recv returns
-// the ctx's cause. Close the stream all the same.
+// the ctx's cause. Close the stream all the same. A request that cannot be
+// sent is a *RequestError before admission, as with Chat.
 func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Stream, error) {
 	sc, err := g.typed(ScopeChat)
 	if err != nil {
@@ -395,7 +397,8 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 // the smallest BATCH_SIZE of the scope's sources are split into sub-batches,
 // each its own governed call, run concurrently (WithConcurrency); vectors
 // come back in input order. When some sub-batches fail, the others' vectors
-// are returned with a *BatchError.
+// are returned with a *BatchError. A request without inputs is a
+// *RequestError before admission.
 func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
 	sc, err := g.typed(ScopeEmbedding)
 	if err != nil {
@@ -411,7 +414,7 @@ func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedRespo
 }
 
 // OCR runs a governed OCR call in the OCR scope: one image, one attempt at a
-// time.
+// time. A request without an image is a *RequestError before admission.
 func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, error) {
 	sc, err := g.typed(ScopeOCR)
 	if err != nil {
@@ -428,7 +431,9 @@ func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, e
 
 // OCRPages reads every page in the OCR scope, pages concurrently
 // (WithConcurrency), each its own governed call; results are in page order.
-// When some pages fail, the others are returned with a *BatchError.
+// When some pages fail, the others are returned with a *BatchError. No
+// pages, or a page without an image, is a *RequestError before any page is
+// sent.
 func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCRResponse, error) {
 	sc, err := g.typed(ScopeOCR)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/transport"
 )
 
 // The public errors of pgw. Every error the gateway returns that is one of
@@ -249,6 +250,9 @@ const (
 	CodePartial     = errs.CodePartial
 	CodeConfig      = errs.CodeConfig
 	CodeHTTP        = "PGW-HTTP"
+	// CodeRequest is the code of RequestError: a request refused before
+	// admission because it cannot be sent.
+	CodeRequest = transport.CodeRequest
 )
 
 // The values of AllSourcesExhausted.Reason.

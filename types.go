@@ -116,9 +116,12 @@ type (
 	Collector = transport.Collector
 	// EventCounter is a chat stream that counts the event types it skipped.
 	EventCounter = transport.EventCounter
-	// RequestError is a chat request that cannot be sent: an illegal value,
-	// or a field the provider of a source cannot express. It is returned
-	// before any attempt.
+	// RequestError (PGW-REQUEST) is a request that cannot be sent: an
+	// illegal value (no messages, no embedding inputs, no image, …), or a
+	// field the provider of one of the scope's sources cannot express. It
+	// is returned before admission — no quota permit, no attempt, nothing
+	// sent, nothing recorded against a source — and the observer gets one
+	// CallResult "caller_error" with no attempts.
 	RequestError = transport.RequestError
 )
 

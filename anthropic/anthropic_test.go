@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -215,7 +216,7 @@ func TestStatus529OverloadedFailsOverAnd429HonoursRetryAfter(t *testing.T) {
 	var u upstream
 	src := u.serve(t, 529, map[string]string{"Content-Type": "application/json"},
 		[]byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
-	_, err := anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{})
+	_, err := anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}}})
 	var he *errs.HTTPError
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, 529, he.StatusCode)
@@ -225,7 +226,7 @@ func TestStatus529OverloadedFailsOverAnd429HonoursRetryAfter(t *testing.T) {
 	var u2 upstream
 	src = u2.serve(t, 429, map[string]string{"Content-Type": "application/json", "Retry-After": "7"},
 		[]byte(`{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`))
-	_, err = anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{})
+	_, err = anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}}})
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, 7*time.Second, he.RetryAfter)
 	assert.Equal(t, retry.Throttle, retry.Classify(err))
@@ -247,6 +248,13 @@ func TestFieldsTheMessagesAPICannotExpressAreErrorsNamingFieldAndSource(t *testi
 		{"extra names a written key", transport.ChatRequest{Messages: user, Extra: map[string]any{"system": "x"}}, "Extra[system]"},
 		{"tool arguments not an object", transport.ChatRequest{Messages: []transport.Message{{Role: "assistant", ToolCalls: []transport.ToolCall{{ID: "c", Function: transport.FunctionCall{Name: "f", Arguments: `{"a":`}}}}}}, "Messages[0].ToolCalls[0].Function.Arguments"},
 		{"json format with tools", transport.ChatRequest{Messages: user, Tools: []transport.Tool{transport.FunctionTool("f", "", nil)}, ResponseFormat: &transport.ResponseFormat{Type: transport.FormatJSONObject}}, "ResponseFormat"},
+
+		{"empty user message", transport.ChatRequest{Messages: []transport.Message{{Role: "user"}}}, "Messages[0].Content"},
+		{"empty assistant turn between user turns", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}, {Role: "assistant"}, {Role: "user", Content: "again"}}}, "Messages[1].Content"},
+		{"whitespace-only message", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: " \n"}}}, "Messages[0].Content"},
+		{"whitespace-only parts", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Parts: []transport.ContentPart{transport.TextPart(" ")}}}}, "Messages[0].Parts"},
+		{"empty text part", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Parts: []transport.ContentPart{transport.TextPart("look"), transport.TextPart("")}}}}, "Messages[0].Parts[1].Text"},
+		{"only a system message", transport.ChatRequest{Messages: []transport.Message{{Role: "system", Content: "Be brief."}}}, "Messages"},
 	}
 	c := anthropic.New()
 	for _, tc := range cases {
@@ -261,6 +269,28 @@ func TestFieldsTheMessagesAPICannotExpressAreErrorsNamingFieldAndSource(t *testi
 			assert.True(t, errors.As(err, &re), "ChatStream refuses it before sending")
 		})
 	}
+}
+
+// The Messages API takes an empty final assistant turn (as content "", never
+// null), and an empty message merged into a turn of its role that has
+// content is no empty turn.
+func TestEmptyFinalAssistantTurnIsSentAsEmptyContent(t *testing.T) {
+	var u upstream
+	src := u.serve(t, 200, nil, golden(t, "stream_json_answer.sse"))
+	st, err := anthropic.New().ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{
+		{Role: "user"}, {Role: "user", Content: "hi"}, {Role: "assistant"},
+	}})
+	require.NoError(t, err)
+	_, _ = collect(t, st)
+	body, _, _ := u.sent()
+	var sent struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &sent))
+	require.Len(t, sent.Messages, 2)
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "hi"}}, sent.Messages[0]["content"])
+	assert.Equal(t, map[string]any{"role": "assistant", "content": ""}, sent.Messages[1])
+	assert.NotContains(t, string(body), "null")
 }
 
 func TestMaxTokensDefaultsToTheSourceThenTheDocumentedDefault(t *testing.T) {

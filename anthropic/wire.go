@@ -39,6 +39,20 @@ type wireMessage struct {
 	Content []wireBlock `json:"content"`
 }
 
+// MarshalJSON writes a message without blocks (only ever the final
+// assistant turn: mapMessages refuses any other) with content "", which the
+// Messages API takes there; null it rejects everywhere.
+func (m wireMessage) MarshalJSON() ([]byte, error) {
+	if len(m.Content) == 0 {
+		return json.Marshal(struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{Role: m.Role})
+	}
+	type plain wireMessage
+	return json.Marshal(plain(m))
+}
+
 // wireBlock is a content block of a request: text, image, tool_use or
 // tool_result.
 type wireBlock struct {
@@ -107,9 +121,6 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 	}
 	if t := req.Temperature; t != nil && *t > 1 {
 		return nil, "", unsupported(src, "Temperature", fmt.Sprintf("%v (legal on Anthropic: 0 to 1)", *t))
-	}
-	if req.ParallelToolCalls != nil && len(req.Tools) == 0 {
-		return nil, "", unsupported(src, "ParallelToolCalls", "set without Tools")
 	}
 	r := messagesRequest{
 		Model:         req.Model,
@@ -213,15 +224,22 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 
 // mapMessages turns the chat's messages into the system text and the
 // alternating user/assistant turns of the Messages API.
+//
+// The API takes no empty text block, and no turn without content or with
+// whitespace alone, save an empty final assistant turn; consecutive
+// messages of one role merge into one turn first, so an empty message next
+// to a full one of its role is fine.
 func mapMessages(src transport.Source, msgs []transport.Message) (string, []wireMessage, error) {
 	var system []string
 	var out []wireMessage
-	add := func(role string, blocks []wireBlock) {
+	var first []int // the index in msgs of each turn's first message
+	add := func(i int, role string, blocks []wireBlock) {
 		if n := len(out); n > 0 && out[n-1].Role == role {
 			out[n-1].Content = append(out[n-1].Content, blocks...)
 			return
 		}
 		out = append(out, wireMessage{Role: role, Content: blocks})
+		first = append(first, i)
 	}
 	for i, m := range msgs {
 		at := fmt.Sprintf("Messages[%d]", i)
@@ -240,7 +258,7 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 			}
 			system = append(system, strings.Join(texts, ""))
 		case transport.RoleUser:
-			add("user", blocks)
+			add(i, "user", blocks)
 		case transport.RoleAssistant:
 			for j, tc := range m.ToolCalls {
 				input, err := toolInput(tc.Function.Arguments)
@@ -250,16 +268,43 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 				}
 				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
 			}
-			add("assistant", blocks)
+			add(i, "assistant", blocks)
 		case transport.RoleTool:
 			result := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: blocks}
-			add("user", []wireBlock{result})
+			add(i, "user", []wireBlock{result})
 		}
 	}
-	if out == nil {
-		out = []wireMessage{}
+	if len(out) == 0 {
+		return "", nil, unsupported(src, "Messages", "only system or developer messages (legal on Anthropic: at least one user or assistant message)")
+	}
+	for k, w := range out {
+		at := fmt.Sprintf("Messages[%d]", first[k])
+		field := at + ".Content"
+		if len(msgs[first[k]].Parts) > 0 {
+			field = at + ".Parts"
+		}
+		if len(w.Content) == 0 {
+			if k == len(out)-1 && w.Role == "assistant" {
+				continue // an empty final assistant turn is legal
+			}
+			return "", nil, unsupported(src, field, "empty (legal on Anthropic: some text, an image or a tool call; only the final assistant message may be empty)")
+		}
+		if whitespaceOnly(w.Content) {
+			return "", nil, unsupported(src, field, "whitespace only (legal on Anthropic: text with a non-space character, an image or a tool call)")
+		}
 	}
 	return strings.Join(system, "\n\n"), out, nil
+}
+
+// whitespaceOnly reports a turn whose blocks are all text with nothing but
+// whitespace in them.
+func whitespaceOnly(blocks []wireBlock) bool {
+	for _, b := range blocks {
+		if b.Type != "text" || strings.TrimSpace(b.Text) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // contentBlocks are the text and image blocks of a message.
@@ -274,6 +319,9 @@ func contentBlocks(src transport.Source, at string, m transport.Message) ([]wire
 	for j, p := range m.Parts {
 		switch p.Type {
 		case transport.PartText:
+			if p.Text == "" && m.Role != transport.RoleSystem && m.Role != transport.RoleDeveloper { // system text is joined into one string
+				return nil, unsupported(src, fmt.Sprintf("%s.Parts[%d].Text", at, j), "empty (legal on Anthropic: non-empty text)")
+			}
 			blocks = append(blocks, wireBlock{Type: "text", Text: p.Text})
 		case transport.PartImageURL:
 			pat := fmt.Sprintf("%s.Parts[%d].ImageURL", at, j)

@@ -42,7 +42,9 @@ const (
 	// ResultUnavailable: MAX_ATTEMPTS attempts failed.
 	ResultUnavailable = "unavailable"
 	// ResultCallerError: the upstream rejected the request itself (400,
-	// 404, 413, 422).
+	// 404, 413, 422), or the gateway refused it before admission because
+	// it cannot be sent (a *transport.RequestError; Attempts 0, no
+	// Source).
 	ResultCallerError = "caller_error"
 	// ResultCanceled: the caller's context ended the call.
 	ResultCanceled = "canceled"

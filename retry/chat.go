@@ -59,12 +59,13 @@ func NewChat(l *Loop, tr transport.ChatTransport, opt ChatOptions) *Chat {
 // stream holds the source's admission (probe lease, permit, pacer slot)
 // until it ends — io.EOF, an error, or Close — so Close must be called.
 //
-// The request is checked before any attempt: an illegal value, or a field
+// The request is checked before admission: an illegal value, or a field
 // the provider of one of the scope's sources cannot express, is a
-// *transport.RequestError.
+// *transport.RequestError, reported to the observer as a CallResult
+// "caller_error" without attempts.
 func (c *Chat) Stream(ctx context.Context, req transport.ChatRequest) (*Stream, error) {
 	if err := c.check(req); err != nil {
-		return nil, err
+		return nil, c.l.refuse(ctx, opChat, req.Model, err)
 	}
 	return runOp(ctx, c.l, opChat, req.Model, transport.EstimateTokens(req), true, func(actx context.Context, src config.Source, h *hold) (*Stream, transport.Usage, error) {
 		return c.open(ctx, actx, src, req, h)
@@ -77,7 +78,7 @@ func (c *Chat) Stream(ctx context.Context, req transport.ChatRequest) (*Stream, 
 // half-way is a failed attempt like any other, not the call's end.
 func (c *Chat) Complete(ctx context.Context, req transport.ChatRequest) (transport.ChatResponse, error) {
 	if err := c.check(req); err != nil {
-		return transport.ChatResponse{}, err
+		return transport.ChatResponse{}, c.l.refuse(ctx, opChat, req.Model, err)
 	}
 	return runOp(ctx, c.l, opChat, req.Model, transport.EstimateTokens(req), true, func(actx context.Context, src config.Source, h *hold) (transport.ChatResponse, transport.Usage, error) {
 		a, err := c.first(actx, src, req, h)

@@ -131,7 +131,7 @@ func readAll(t *testing.T, s transport.ChatStream) (string, error) {
 func TestChatRetriesOnlyBeforeTheFirstChunk(t *testing.T) {
 	e := newEnv(t)
 	tr := &fakeChat{plans: map[string][]chatPlan{"s1": {{openErr: httpErr(503, 0, "overloaded")}}}}
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, "s2", s.Source())
@@ -145,7 +145,7 @@ func TestChatFailureAfterTheFirstChunkIsNotRetried(t *testing.T) {
 	e := newEnv(t)
 	cut := errors.New("stream cut mid-answer")
 	tr := &fakeChat{plans: map[string][]chatPlan{"s1": {{chunks: []string{"partial"}, endErr: cut}}}}
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	text, err := readAll(t, s)
 	require.ErrorIs(t, err, cut, "the caller already has chunks: the failure is returned, not retried")
@@ -169,7 +169,7 @@ func TestChatFirstTokenTimeoutFailsOver(t *testing.T) {
 			return func() bool { return true }
 		},
 	}
-	s, err := newChat(e, tr, opt).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, opt).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, "s2", s.Source())
@@ -184,7 +184,7 @@ func TestChatTotalTimeoutIsTheSourceTimeout(t *testing.T) {
 		deadline, _ = ctx.Deadline()
 		return &fakeStream{ctx: ctx, plan: chatPlan{chunks: []string{"x"}}}, nil
 	})
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	defer s.Close()
 	assert.InDelta(t, float64(10*time.Second), float64(time.Until(deadline)), float64(time.Second),
@@ -204,7 +204,7 @@ func TestChatDemotesASourceThatFailedInThisCall(t *testing.T) {
 		s.Sources = []config.Source{{Name: "s1"}, {Name: "s2", Priority: 1}}
 	}), func(c *retry.Config) { c.Breaker = gate.Noop{} })
 	tr := &fakeChat{plans: map[string][]chatPlan{"s1": {{openErr: httpErr(500, 0, "boom")}}}}
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, []string{"s1", "s2"}, tr.openedSources())
@@ -213,7 +213,7 @@ func TestChatDemotesASourceThatFailedInThisCall(t *testing.T) {
 func TestChatThrottleShrinksThePacerAndHoldsTheSourceOff(t *testing.T) {
 	e := newEnv(t)
 	tr := &fakeChat{plans: map[string][]chatPlan{"s1": {{openErr: httpErr(429, 30*time.Second, "rate limited")}}}}
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "s2", s.Source())
 	assert.Equal(t, 1, e.pacer.get(e.pacer.throttled, "s1"))
@@ -228,7 +228,7 @@ func TestChatStreamHoldsItsAdmissionUntilItEnds(t *testing.T) {
 	e.clk.Advance(cooldown) // the stream is the probe
 	usage := &transport.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}
 	tr := &fakeChat{plans: map[string][]chatPlan{"only": {{chunks: []string{"a", "b"}, usage: usage}}}}
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{EstTokens: 50})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 50})
 	require.NoError(t, err)
 	assert.Equal(t, 1, e.quota.InFlight("only"), "the permit is held while the answer streams")
 	assert.Equal(t, 1, e.pacer.get(e.pacer.held, "only"))
@@ -248,7 +248,7 @@ func TestChatStreamClosedEarlyIsReleased(t *testing.T) {
 	e.open(t, "only")
 	e.clk.Advance(cooldown)
 	tr := &fakeChat{plans: map[string][]chatPlan{"only": {{chunks: []string{"a", "b", "c"}}}}}
-	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	_, err = s.Recv()
 	require.NoError(t, err)
@@ -263,7 +263,7 @@ func TestChatStreamClosedEarlyIsReleased(t *testing.T) {
 func TestChatCompleteCollectsTheAnswer(t *testing.T) {
 	e := newEnv(t)
 	tr := &fakeChat{}
-	resp, err := newChat(e, tr, retry.ChatOptions{}).Complete(context.Background(), transport.ChatRequest{})
+	resp, err := newChat(e, tr, retry.ChatOptions{}).Complete(context.Background(), hiRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "hello from s1", resp.Content)
 	assert.Equal(t, "stop", resp.FinishReason)
@@ -274,7 +274,7 @@ func TestChatCompleteCollectsTheAnswer(t *testing.T) {
 func TestChatCallerErrorIsReturnedAtOnce(t *testing.T) {
 	e := newEnv(t)
 	tr := &fakeChat{plans: map[string][]chatPlan{"s1": {{openErr: httpErr(400, 0, "context length exceeded")}}}}
-	_, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	_, err := newChat(e, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	var he *errs.HTTPError
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, 400, he.StatusCode)

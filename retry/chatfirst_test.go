@@ -81,7 +81,7 @@ func TestChatStreamRoleOnlyFirstEventDoesNotEndRetrying(t *testing.T) {
 		"s1": {{ch: transport.ChatChunk{}}, {err: errCut}}, // a role-only event, then the cut
 		"s2": {{ch: transport.ChatChunk{Delta: "hi"}}, {ch: transport.ChatChunk{FinishReason: "stop"}}},
 	}}
-	s, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err, "a cut after a role-only event is still before the first chunk: the call fails over")
 	defer s.Close()
 	assert.Equal(t, "s2", s.Source())
@@ -96,7 +96,7 @@ func TestChatStreamFirstToolCallPieceEndsRetrying(t *testing.T) {
 	tr := &scriptedChat{steps: map[string][]step{
 		"s1": {{ch: transport.ChatChunk{ToolCalls: []transport.ToolCallDelta{{ID: "c1", Name: "f"}}}}, {err: errCut}},
 	}}
-	s, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	defer s.Close()
 	ch, err := s.Recv()
@@ -113,7 +113,7 @@ func TestChatCompleteRetriesAStreamCutHalfWay(t *testing.T) {
 		"s1": {{ch: transport.ChatChunk{Delta: "half an "}}, {err: errCut}},
 		"s2": {{ch: transport.ChatChunk{Delta: "whole "}}, {ch: transport.ChatChunk{Delta: "answer", FinishReason: "stop"}}},
 	}}
-	resp, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Complete(context.Background(), transport.ChatRequest{})
+	resp, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Complete(context.Background(), hiRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "whole answer", resp.Content, "nothing of the cut attempt reaches the caller")
 	assert.Equal(t, "s2", resp.Source)
@@ -134,7 +134,7 @@ func TestChatCompleteAssemblesParallelToolCallsFromPieces(t *testing.T) {
 			{ch: transport.ChatChunk{FinishReason: "tool_calls", Usage: usage}},
 		},
 	}}
-	resp, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Complete(context.Background(), transport.ChatRequest{})
+	resp, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Complete(context.Background(), hiRequest())
 	require.NoError(t, err)
 	assert.Equal(t, []transport.ToolCall{
 		{ID: "call_a", Type: "function", Function: transport.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}},
@@ -147,7 +147,7 @@ func TestChatCompleteAssemblesParallelToolCallsFromPieces(t *testing.T) {
 func TestChatEmptyAnswerIsDeliveredWhole(t *testing.T) {
 	e := newEnv(t)
 	tr := &scriptedChat{steps: map[string][]step{"s1": {{ch: transport.ChatChunk{FinishReason: "length"}}}}}
-	s, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	s, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	ch, err := s.Recv()
 	require.NoError(t, err)
@@ -160,7 +160,7 @@ func TestChatEmptyAnswerIsDeliveredWhole(t *testing.T) {
 func TestChatRequestASourceCannotCarryFailsBeforeAnyAttempt(t *testing.T) {
 	e := newEnv(t)
 	tr := &scriptedChat{reject: "s2"}
-	_, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Complete(context.Background(), transport.ChatRequest{})
+	_, err := retry.NewChat(e.loop, tr, retry.ChatOptions{}).Complete(context.Background(), hiRequest())
 	var re *transport.RequestError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "s2", re.Source)

@@ -38,11 +38,15 @@ func (e *Embed) BatchSize() int { return e.l.minBatch }
 // where a sub-batch failed) and the error is a BatchError naming the failed
 // ranges (errors.As into *pgw.BatchError matches it); errors.As reaches each range's own error. A call that is
 // not split returns its error as is.
+//
+// A request without inputs is a *transport.RequestError before admission,
+// reported to the observer as one CallResult "caller_error" without
+// attempts.
 func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transport.EmbedResponse, error) {
-	n := len(req.Inputs)
-	if n == 0 {
-		return transport.EmbedResponse{Vectors: [][]float32{}}, nil
+	if err := req.Validate(); err != nil {
+		return transport.EmbedResponse{}, e.l.refuse(ctx, opEmbeddings, req.Model, err)
 	}
+	n := len(req.Inputs)
 	size := e.l.minBatch
 	if size <= 0 || size > n {
 		size = n

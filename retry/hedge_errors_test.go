@@ -90,7 +90,7 @@ func TestHedgeRespectsTheOtherSourcesMaxInFlight(t *testing.T) {
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	done := make(chan *retry.Stream, 1)
 	go func() {
-		s, err := chat.Stream(ctx, transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		assert.NoError(t, err)
 		done <- s
 	}()

@@ -263,7 +263,7 @@ func TestHedgeStreamTheHedgeWinsAndTheSlowAttemptIsGivenBack(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		done <- res{s, err}
 	}()
 	require.Equal(t, "s1", <-tr.opened)
@@ -298,7 +298,7 @@ func TestHedgeStreamThePrimaryWinsAndTheHedgeIsWasted(t *testing.T) {
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	done := make(chan *retry.Stream, 1)
 	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		assert.NoError(t, err)
 		done <- s
 	}()
@@ -326,7 +326,7 @@ func TestHedgeALateLoserStreamIsDiscarded(t *testing.T) {
 	base := runtime.NumGoroutine()
 	done := make(chan *retry.Stream, 1)
 	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		assert.NoError(t, err)
 		done <- s
 	}()
@@ -363,7 +363,7 @@ func TestHedgeALostProbeFreesItsLease(t *testing.T) {
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	done := make(chan *retry.Stream, 1)
 	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		assert.NoError(t, err)
 		done <- s
 	}()
@@ -420,7 +420,7 @@ func TestHedgeAFailedHedgeLeavesThePrimaryRunning(t *testing.T) {
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	done := make(chan *retry.Stream, 1)
 	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		assert.NoError(t, err)
 		done <- s
 	}()
@@ -444,7 +444,7 @@ func TestHedgeCanceledCallGivesBackEveryAttempt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := chat.Stream(ctx, transport.ChatRequest{EstTokens: 100})
+		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		done <- err
 	}()
 	<-tr.opened
@@ -465,7 +465,7 @@ func TestHedgeSkipsWhenNoOtherSourceIsAdmitted(t *testing.T) {
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	done := make(chan *retry.Stream, 1)
 	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{EstTokens: 100})
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
 		assert.NoError(t, err)
 		done <- s
 	}()
@@ -600,7 +600,7 @@ func TestHedgeEmbedSubBatchesAndOCRPagesEachHedge(t *testing.T) {
 
 	ocr := retry.NewOCR(e.loop, slowS1{}, 2)
 	go func() {
-		r, err := ocr.Pages(context.Background(), []transport.OCRRequest{{}, {}})
+		r, err := ocr.Pages(context.Background(), []transport.OCRRequest{{Image: []byte("p0")}, {Image: []byte("p1")}})
 		if err == nil && (r[0].Text != "page@s2" || r[1].Text != "page@s2") {
 			err = errors.New("pages not from the hedge")
 		}

@@ -220,3 +220,9 @@ func httpErr(status int, retryAfter time.Duration, msg string) error {
 var errBoom = errors.New("connection reset by peer")
 
 var _ admission.Pacing = (*fakePacer)(nil)
+
+// hiRequest is the smallest chat request that can be sent: one user
+// message.
+func hiRequest() transport.ChatRequest {
+	return transport.ChatRequest{Messages: []transport.Message{{Role: transport.RoleUser, Content: "hi"}}}
+}

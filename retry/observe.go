@@ -152,6 +152,19 @@ func endedOutcome(ctx context.Context) string {
 	return observe.OutcomeCanceled
 }
 
+// refuse reports a call refused before admission because its request
+// cannot be sent (err, a *transport.RequestError): a CallResult
+// "caller_error" with no attempt and no source, like a request an upstream
+// rejected, so that a dashboard of caller errors counts both. It returns
+// err.
+func (l *Loop) refuse(ctx context.Context, op, model string, err error) error {
+	if rep := l.newReport(); rep != nil {
+		rep.begin(ctx, op, model)
+		rep.end(observe.ResultCallerError, err)
+	}
+	return err
+}
+
 // outcomeOf is an ended attempt's AttemptRecord.Outcome.
 func outcomeOf(class Class) string {
 	return class.String() // the observe.Outcome… names are the class names

@@ -197,7 +197,7 @@ func TestChatStreamReportsItsAttemptAndCallWhenItEnds(t *testing.T) {
 	e := newEnv(t, withObserver(tr.observer()))
 	cut := errors.New("stream cut")
 	fc := &fakeChat{plans: map[string][]chatPlan{"s1": {{chunks: []string{"a", "b"}, endErr: cut}}}}
-	st, err := newChat(e, fc, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	st, err := newChat(e, fc, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"start s1#1"}, tr.get(), "nothing ends before the stream does")
 	for {
@@ -216,14 +216,14 @@ func TestChatStreamReportsItsAttemptAndCallWhenItEnds(t *testing.T) {
 
 	tr2 := &trail{}
 	e2 := newEnv(t, withObserver(tr2.observer()))
-	st, err = newChat(e2, &fakeChat{}, retry.ChatOptions{}).Stream(context.Background(), transport.ChatRequest{})
+	st, err = newChat(e2, &fakeChat{}, retry.ChatOptions{}).Stream(context.Background(), hiRequest())
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
 	assert.Equal(t, []string{"start s1#1", "attempt s1#1 abandoned", "call abandoned after 1 on s1"}, tr2.get())
 
 	tr3 := &trail{}
 	e3 := newEnv(t, withObserver(tr3.observer()))
-	resp, err := newChat(e3, &fakeChat{}, retry.ChatOptions{}).Complete(context.Background(), transport.ChatRequest{})
+	resp, err := newChat(e3, &fakeChat{}, retry.ChatOptions{}).Complete(context.Background(), hiRequest())
 	require.NoError(t, err)
 	assert.Equal(t, "s1", resp.Source)
 	assert.Equal(t, []string{"start s1#1", "attempt s1#1 success", "call success after 1 on s1"}, tr3.get())

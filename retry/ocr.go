@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
@@ -27,8 +28,18 @@ func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
 }
 
 // OCR reads one image. No token estimate is reserved (the size of an image
-// in tokens is the provider's business); the reported usage is settled.
+// in tokens is the provider's business); the reported usage is settled. A
+// request without an image is a *transport.RequestError before admission,
+// reported to the observer as a CallResult "caller_error" without attempts.
 func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
+	if err := req.Validate(); err != nil {
+		return transport.OCRResponse{}, o.l.refuse(ctx, opOCR, req.Model, err)
+	}
+	return o.read(ctx, req)
+}
+
+// read is OCR on a request already checked.
+func (o *OCR) read(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
 	return runOp(ctx, o.l, opOCR, req.Model, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
 		r, err := o.tr.OCR(actx, src, req)
 		return r, r.Usage, err
@@ -39,7 +50,15 @@ func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRR
 // the result holds the successful pages (zero where a page failed) and the
 // error is a BatchError naming the failed pages (errors.As into
 // *pgw.BatchError matches it); errors.As reaches each page's own error.
+//
+// Every page is checked before any is read: no pages, or a page without an
+// image, is a *transport.RequestError (Field "pages" or "pages[i].Image")
+// and no page is sent; the observer gets one CallResult "caller_error"
+// without attempts.
 func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transport.OCRResponse, error) {
+	if err := checkPages(pages); err != nil {
+		return nil, o.l.refuse(ctx, opOCR, "", err)
+	}
 	out := make([]transport.OCRResponse, len(pages))
 	errsOf := make([]error, len(pages))
 	forEachPart(len(pages), o.concurrency, func(i int) {
@@ -47,7 +66,7 @@ func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transp
 			errsOf[i] = err
 			return
 		}
-		out[i], errsOf[i] = o.OCR(ctx, pages[i])
+		out[i], errsOf[i] = o.read(ctx, pages[i])
 	})
 	var failed []errs.BatchFailure
 	for i, err := range errsOf {
@@ -59,4 +78,19 @@ func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transp
 		return out, nil
 	}
 	return out, &errs.BatchError{Scope: o.l.scope, Total: len(pages), Failed: failed}
+}
+
+// checkPages validates every page of a multi-page call.
+func checkPages(pages []transport.OCRRequest) error {
+	if len(pages) == 0 {
+		return &transport.RequestError{Request: "OCR", Field: "pages", Problem: "empty (legal: at least one page)"}
+	}
+	for i, p := range pages {
+		if err := p.Validate(); err != nil {
+			re := *err.(*transport.RequestError)
+			re.Field = fmt.Sprintf("pages[%d].%s", i, re.Field)
+			return &re
+		}
+	}
+	return nil
 }

@@ -26,8 +26,8 @@ type HTTPError = errs.HTTPError
 
 // EmbedRequest asks for one vector per input.
 type EmbedRequest struct {
-	// Inputs are the texts to embed. The gateway splits more inputs than
-	// the scope's smallest BATCH_SIZE into sub-batches.
+	// Inputs are the texts to embed: at least one. The gateway splits more
+	// inputs than the scope's smallest BATCH_SIZE into sub-batches.
 	Inputs []string
 	// Model, when empty, is the source's configured model.
 	Model string
@@ -44,7 +44,7 @@ type EmbedResponse struct {
 
 // OCRRequest carries one image (PNG or JPEG bytes).
 type OCRRequest struct {
-	// Image is the encoded image, sent as is.
+	// Image is the encoded image, sent as is: never empty.
 	Image []byte
 	// MIME is the image type; empty means detected from the bytes.
 	MIME string

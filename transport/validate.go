@@ -12,12 +12,17 @@ import (
 // CodeRequest is the code of RequestError.
 const CodeRequest = "PGW-REQUEST"
 
-// RequestError is a chat request that cannot be sent: a field with an
-// illegal value, or one that the provider of a source cannot express. It is
-// returned before any attempt and is never retried.
+// RequestError is a request that cannot be sent: a field with an illegal
+// value, or one that the provider of a source cannot express. The gateway
+// returns it before admission — no quota permit, no attempt, nothing
+// recorded against a source, nothing sent — and never retries it.
 type RequestError struct {
+	// Request is the kind of request: "chat" (also when empty),
+	// "embedding" or "OCR".
+	Request string
 	// Field is the request field at fault, as a Go path
-	// ("Messages[2].Parts[0].ImageURL.URL", "Seed", "Extra[model]").
+	// ("Messages[2].Parts[0].ImageURL.URL", "Seed", "Extra[model]",
+	// "Inputs", "pages[3].Image").
 	Field string
 	// Problem says what is wrong and what is legal.
 	Problem string
@@ -30,10 +35,14 @@ type RequestError struct {
 
 // Error implements the error interface.
 func (e *RequestError) Error() string {
-	if e.Source != "" {
-		return fmt.Sprintf("pgw: chat request field %s cannot be sent to source %q (provider %s): %s", e.Field, e.Source, e.Provider, e.Problem)
+	kind := e.Request
+	if kind == "" {
+		kind = "chat"
 	}
-	return fmt.Sprintf("pgw: chat request field %s: %s", e.Field, e.Problem)
+	if e.Source != "" {
+		return fmt.Sprintf("pgw: %s request field %s cannot be sent to source %q (provider %s): %s", kind, e.Field, e.Source, e.Provider, e.Problem)
+	}
+	return fmt.Sprintf("pgw: %s request field %s: %s", kind, e.Field, e.Problem)
 }
 
 // Code returns CodeRequest.
@@ -48,12 +57,16 @@ type ChatValidator interface {
 	ValidateChat(src Source, req ChatRequest) error
 }
 
-// Validate checks what is illegal whatever the provider: unknown roles and
-// part types, empty image URLs, tool calls outside assistant messages, tool
-// results without their call's ID, unnamed or badly named tools, an unknown
-// tool choice or response format, and out-of-range sampling values.
+// Validate checks what is illegal whatever the provider: no messages,
+// unknown roles and part types, empty image URLs, tool calls outside
+// assistant messages, tool results without their call's ID, unnamed or
+// badly named tools, ParallelToolCalls without Tools, an unknown tool
+// choice or response format, and out-of-range sampling values.
 func (r ChatRequest) Validate() error {
 	bad := func(field, problem string) error { return &RequestError{Field: field, Problem: problem} }
+	if len(r.Messages) == 0 {
+		return bad("Messages", "empty (legal: at least one message)")
+	}
 	for i, m := range r.Messages {
 		at := fmt.Sprintf("Messages[%d]", i)
 		switch m.Role {
@@ -149,6 +162,11 @@ func (r ChatRequest) Validate() error {
 	default:
 		return bad("ToolChoice", fmt.Sprintf("a %T (legal: nil, \"auto\", \"none\", \"required\", or a ToolChoiceFunction)", c))
 	}
+	if r.ParallelToolCalls != nil && len(r.Tools) == 0 {
+		// Without tools there is nothing to call in parallel; OpenAI
+		// answers 400 and Anthropic has nowhere to put it.
+		return bad("ParallelToolCalls", "set without Tools (legal: nil, or set together with Tools)")
+	}
 	if rf := r.ResponseFormat; rf != nil {
 		switch rf.Type {
 		case FormatText, FormatJSONObject:
@@ -190,6 +208,24 @@ func (r ChatRequest) Validate() error {
 		if k == "" {
 			return bad("Extra", "empty key")
 		}
+	}
+	return nil
+}
+
+// Validate checks what is illegal whatever the provider: an embedding
+// request without inputs.
+func (r EmbedRequest) Validate() error {
+	if len(r.Inputs) == 0 {
+		return &RequestError{Request: "embedding", Field: "Inputs", Problem: "empty (legal: at least one input)"}
+	}
+	return nil
+}
+
+// Validate checks what is illegal whatever the provider: an OCR request
+// without an image.
+func (r OCRRequest) Validate() error {
+	if len(r.Image) == 0 {
+		return &RequestError{Request: "OCR", Field: "Image", Problem: "empty (legal: the image's bytes)"}
 	}
 	return nil
 }
