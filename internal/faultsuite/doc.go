@@ -1,7 +1,8 @@
 // Package faultsuite puts GatewayClients under load in several OS processes
 // and checks pgw's invariants while faults are injected around them: Redis
 // killed and restarted, its script cache flushed, its clients killed, Redis
-// made slow, upstream 5xx and 429 storms, streams cut mid-answer, callers
+// made slow, a Redis Cluster's hash slot migrated between masters or failed
+// over (SlotTopology), upstream 5xx and 429 storms, streams cut mid-answer, callers
 // cancelling at random points. Its tests are the fault suite;
 // cmd/pgw-soak runs the same workers for a bounded soak.
 //

@@ -39,6 +39,18 @@ func (l Leases) String() string {
 func Inspect(ctx context.Context, addr, prefix string, sources map[string][]string) ([]Leases, error) {
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer c.Close()
+	return inspect(ctx, c, prefix, sources)
+}
+
+// InspectCluster is Inspect on the Redis Cluster of the seeds addrs: each
+// source's keys are read on the master that serves their slot now.
+func InspectCluster(ctx context.Context, addrs []string, prefix string, sources map[string][]string) ([]Leases, error) {
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: append([]string(nil), addrs...)})
+	defer c.Close()
+	return inspect(ctx, c, prefix, sources)
+}
+
+func inspect(ctx context.Context, c goredis.UniversalClient, prefix string, sources map[string][]string) ([]Leases, error) {
 	now, err := c.Time(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("faultsuite: redis TIME: %w", err)
@@ -63,7 +75,7 @@ func Inspect(ctx context.Context, addr, prefix string, sources map[string][]stri
 
 // live counts the unexpired members of a lease set and the life left to the
 // longest-lived one.
-func live(ctx context.Context, c *goredis.Client, key, alive string, now time.Time) (int64, time.Duration, error) {
+func live(ctx context.Context, c goredis.UniversalClient, key, alive string, now time.Time) (int64, time.Duration, error) {
 	n, err := c.ZCount(ctx, key, alive, "+inf").Result()
 	if err != nil || n == 0 {
 		return n, 0, wrapRead(key, err)

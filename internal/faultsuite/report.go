@@ -51,6 +51,12 @@ type Report struct {
 	// Lost counts gate round trips whose reply was lost (own Redis client
 	// only): the script may or may not have run.
 	Lost LostReplies `json:"lost"`
+	// WriterFailed and WriterDropped count the outcomes the gateway's
+	// outcome writer failed to write (a gate's error, its write timeout)
+	// or never tried (its queue full, Close's deadline): each leaves its
+	// leases to expire.
+	WriterFailed  int64 `json:"writer_failed"`
+	WriterDropped int64 `json:"writer_dropped"`
 	// Warnings counts the gateway's Warn log lines by message.
 	Warnings map[string]int64 `json:"warnings"`
 	// Goroutines is the number of goroutines of pgw, go-redis and
@@ -149,6 +155,8 @@ func Merge(rs []Report) Report {
 		m.Lost.TryEnter += r.Lost.TryEnter
 		m.Lost.Record += r.Lost.Record
 		m.Lost.Other += r.Lost.Other
+		m.WriterFailed += r.WriterFailed
+		m.WriterDropped += r.WriterDropped
 		addCounts(m.Warnings, r.Warnings)
 		m.Goroutines += r.Goroutines
 		m.Stacks += r.Stacks
@@ -229,6 +237,7 @@ func (r Report) Summary() string {
 	}
 	fmt.Fprintf(&b, "probe attempts %d; redis outages seen %d; lost gate replies: acquire %d, release %d, try_enter %d, record %d, other %d\n",
 		len(r.Probes), len(r.Outages), r.Lost.Acquire, r.Lost.Release, r.Lost.TryEnter, r.Lost.Record, r.Lost.Other)
+	fmt.Fprintf(&b, "outcomes the writer failed to write %d, dropped %d\n", r.WriterFailed, r.WriterDropped)
 	fmt.Fprintf(&b, "goroutines left after Close: %d\n", r.Goroutines)
 	if len(r.Warnings) > 0 {
 		fmt.Fprintf(&b, "gateway warnings: %s\n", formatCounts(r.Warnings))

@@ -79,6 +79,9 @@ type Spec struct {
 	CancelBound time.Duration `json:"cancel_bound"`
 	// Allowed lists the results a call may end with; ResultOther never is.
 	Allowed []string `json:"allowed"`
+	// AllowedByOp, for the operations it names, replaces Allowed: the
+	// results a call of that operation may end with.
+	AllowedByOp map[string][]string `json:"allowed_by_op"`
 	// OwnRedis makes the worker hand the gateway a Redis client of its own
 	// (pgw.WithRedisClient), built as the gateway builds one (no retries)
 	// with RedisReadTimeout, and count the replies it lost; otherwise the

@@ -91,3 +91,78 @@ func (t Topology) Env() map[string]string {
 }
 
 func seconds(d time.Duration) string { return fmt.Sprint(d.Seconds()) }
+
+// SlotTopology is the configuration of a run on a Redis Cluster whose
+// sources are the ones a fault on a hash slot hits: one source per scope,
+// each with its own upstream, and (the caller picks the names, SourceInSlot)
+// all three keeping their keys in one slot.
+//
+//   - TOOL (driven with pgw.Call) over Hot (UpstreamHot), HotInFlight calls
+//     at once and an attempt long enough for the load to keep them all busy;
+//   - EMBEDDING over Paced (UpstreamPaced), PacedRPM requests a minute;
+//   - CHAT over Flaky (UpstreamFlaky), whose upstream the caller makes fail
+//     in phases, so its breaker opens, probes and closes.
+//
+// Every scope fails fast on a full quota and an open breaker, so a call
+// ends as a success, a quota or breaker rejection, or (Flaky's failures)
+// unavailable — never as a wait that ran out.
+type SlotTopology struct {
+	// ClusterAddrs are the cluster's seeds (PGW_REDIS_CLUSTER_ADDRS).
+	ClusterAddrs []string
+	// Prefix is PGW_REDIS_PREFIX; Down is PGW_REDIS_DOWN.
+	Prefix string
+	Down   string
+	// Hot, Paced and Flaky are the source names.
+	Hot, Paced, Flaky string
+	// UpstreamHot, UpstreamPaced and UpstreamFlaky are their upstreams'
+	// base URLs.
+	UpstreamHot, UpstreamPaced, UpstreamFlaky string
+	// HotInFlight is Hot's MAX_IN_FLIGHT; PacedRPM is Paced's RPM.
+	HotInFlight int
+	PacedRPM    int
+	// StallWindow, Poll, FailureThreshold, Cooldown and MaxCooldown apply to
+	// every scope; Timeout to every source.
+	StallWindow      time.Duration
+	Poll             time.Duration
+	FailureThreshold int
+	Cooldown         time.Duration
+	MaxCooldown      time.Duration
+	Timeout          time.Duration
+}
+
+// Env renders t as environment keys (config.FromMap).
+func (t SlotTopology) Env() map[string]string {
+	env := map[string]string{
+		"PGW_BREAKER_BACKEND":     "redis",
+		"PGW_REDIS_CLUSTER_ADDRS": strings.Join(t.ClusterAddrs, ","),
+		"PGW_REDIS_PREFIX":        t.Prefix,
+		"PGW_REDIS_DOWN":          t.Down,
+		"PGW_SCOPES":              ScopeChat + "," + ScopeEmbed + "," + ScopeTool,
+		"CHAT__SOURCES":           t.Flaky,
+		"EMBEDDING__SOURCES":      t.Paced,
+		"TOOL__SOURCES":           t.Hot,
+	}
+	for _, scope := range []string{ScopeChat, ScopeEmbed, ScopeTool} {
+		env[scope+"__CIRCUIT_OPEN"] = "fail_fast"
+		env[scope+"__QUOTA_FULL"] = "fail_fast"
+		env[scope+"__STALL_WINDOW_S"] = seconds(t.StallWindow)
+		env[scope+"__POLL_INTERVAL_S"] = seconds(t.Poll)
+		env[scope+"__FAILURE_THRESHOLD"] = strconv.Itoa(t.FailureThreshold)
+		env[scope+"__COOLDOWN_S"] = seconds(t.Cooldown)
+		env[scope+"__MAX_COOLDOWN_S"] = seconds(t.MaxCooldown)
+	}
+	source := func(scope, name, base string, limits map[string]int) {
+		k := scope + "__" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "__"
+		env[k+"BASE_URL"] = base
+		env[k+"TIMEOUT_S"] = seconds(t.Timeout)
+		for key, v := range limits {
+			env[k+key] = strconv.Itoa(v)
+		}
+	}
+	source(ScopeTool, t.Hot, t.UpstreamHot, map[string]int{"MAX_IN_FLIGHT": t.HotInFlight})
+	source(ScopeEmbed, t.Paced, t.UpstreamPaced, map[string]int{"RPM": t.PacedRPM})
+	// Flaky carries a wide MAX_IN_FLIGHT so that its calls take and give
+	// back in-flight leases too, through the same combined scripts.
+	source(ScopeChat, t.Flaky, t.UpstreamFlaky, map[string]int{"MAX_IN_FLIGHT": 256})
+	return env
+}

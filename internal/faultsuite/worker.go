@@ -191,12 +191,13 @@ func (w *worker) finish(enc *json.Encoder) int {
 		r.violation("worker %d: %d goroutines of pgw, go-redis or net/http left after Close", w.id, n)
 	}
 	r.Outages, r.Warnings = w.logs.outagesAndWarnings()
+	ws := w.gw.OutcomeWriterStats()
+	r.WriterFailed, r.WriterDropped = int64(ws.Failed), int64(ws.Dropped)
 	if w.lost != nil {
 		r.Lost = w.lost.counts()
 		// An outcome the writer could not write (Redis down, its write
 		// timed out, the queue full) leaves its lease to expire, like a
 		// Release whose reply was lost.
-		ws := w.gw.OutcomeWriterStats()
 		r.Lost.Release += int64(ws.Failed + ws.Dropped)
 	}
 	if err := enc.Encode(message{Report: &r}); err != nil {
@@ -346,7 +347,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 	r.Ops[op+"/"+result]++
 	w.phase.Calls++
 	w.phase.Results[result]++
-	if !w.allowed(result) {
+	if !w.allowed(op, result) {
 		r.violation("worker %d: %s call ended %s: %v", w.id, op, result, err)
 	}
 	if c := cancelledAt.Load(); c != 0 && c < returned.UnixNano() {
@@ -410,11 +411,15 @@ func (w *worker) read(st *pgw.Stream, rng *rand.Rand) (string, error) {
 // always allowed.
 const ResultAbandoned = "abandoned"
 
-func (w *worker) allowed(result string) bool {
+func (w *worker) allowed(op, result string) bool {
 	if result == ResultAbandoned || result == ResultSuccess {
 		return true
 	}
-	for _, a := range w.spec.Allowed {
+	allowed := w.spec.Allowed
+	if a, ok := w.spec.AllowedByOp[op]; ok {
+		allowed = a
+	}
+	for _, a := range allowed {
 		if a == result && result != ResultOther {
 			return true
 		}
@@ -440,6 +445,10 @@ func classify(err error, cut, cancelled bool) string {
 	switch {
 	case err == nil:
 		return ResultSuccess
+	case errors.Is(err, redis.ErrUnreachable):
+		// First: Redis failing a call is what it is, whatever error (an
+		// exhausted scope, failed attempts) carries it.
+		return ResultRedisDown
 	case errors.As(err, &coe):
 		return ResultCircuitOpen
 	case errors.As(err, &ase) && ase.Reason == pgw.ReasonStalled:
@@ -448,8 +457,6 @@ func classify(err error, cut, cancelled bool) string {
 		return ResultQuotaExhausted
 	case errors.As(err, &gue):
 		return ResultUnavailable
-	case errors.Is(err, redis.ErrUnreachable):
-		return ResultRedisDown
 	case cancelled && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return ResultCanceled
 	case cut:

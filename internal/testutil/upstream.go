@@ -130,7 +130,8 @@ type Upstream struct {
 	last    map[Endpoint]Request
 	lastAny Request
 	apiKey  string
-	queries queryCheck // see upstream_query.go
+	queries queryCheck  // see upstream_query.go
+	conc    concurrency // see upstream_peak.go
 }
 
 // NewUpstream starts a fake upstream stopped by t.Cleanup.
@@ -159,7 +160,7 @@ func StartUpstream() (u *Upstream, stop func()) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Reply{Status: http.StatusNotFound, Message: "unknown path " + r.URL.Path, Code: "not_found"})
 	})
-	u.srv = httptest.NewServer(u.queries.wrap(mux))
+	u.srv = httptest.NewServer(u.conc.wrap(u.queries.wrap(mux)))
 	u.URL = u.srv.URL + "/v1"
 	var once sync.Once
 	return u, func() {
