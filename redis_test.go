@@ -51,6 +51,9 @@ func TestRedisBackendSharesBreakerAndQuotaBetweenGateways(t *testing.T) {
 	_, err := gw1.Chat(ctx, hello())
 	var coe *pgw.CircuitOpenError
 	require.ErrorAs(t, err, &coe, "one failure opens the shared breaker")
+	// The outcome writer tells the observer of the change it recorded, a
+	// moment after the call may have returned.
+	rec1.waitFor(t, pgw.StateOpen)
 	assert.Equal(t, []string{"solo:closed>open"}, rec1.Transitions())
 
 	_, err = gw2.Chat(ctx, hello())
