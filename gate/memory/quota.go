@@ -79,7 +79,11 @@ func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
 // Acquire reserves one request and estTokens tokens for source and takes an
 // in-flight slot, or rejects with the exact RetryAfter of gate.QuotaDecision.
 // A rejection reserves nothing. It never blocks beyond the source's lock.
-func (q *Quota) Acquire(_ context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+// A ctx already done is refused with its error and reserves nothing.
+func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	if err := ctx.Err(); err != nil {
+		return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
+	}
 	s := q.sources[source]
 	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
 		tpm := 0
