@@ -265,7 +265,14 @@ func (t *Token) Probe() bool { return t != nil && t.d.Probe }
 // enter asks the gate for a call and turns a rejection into an *OpenError.
 // An admission is not observed here: the caller first arranges for its
 // outcome to be recorded, then observes it (a listener may panic).
+//
+// A ctx already done is not admitted: the call is counted cancelled and
+// the gate is not asked (it would refuse it anyway, taking nothing).
 func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		b.counters.cancelled.Add(1)
+		return gate.Decision{}, fmt.Errorf("pgw/breaker: breaker %q: not run, the caller's context is done: %w", b.name, err)
+	}
 	d, err := b.gate.TryEnter(ctx, b.name)
 	if err != nil {
 		b.counters.gateErrors.Add(1)

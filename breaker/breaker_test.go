@@ -189,13 +189,22 @@ func TestUncountedProbeGivesBackLease(t *testing.T) {
 func TestCallerCancellationIsNotAFailure(t *testing.T) {
 	b, _, _ := newTestBreaker(t, gate.Policy{ConsecutiveFailures: 1}, Config{})
 	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	err := b.Execute(ctx, func(ctx context.Context) error { return fmt.Errorf("dial: %w", ctx.Err()) })
+	err := b.Execute(ctx, func(ctx context.Context) error { cancel(); return fmt.Errorf("dial: %w", ctx.Err()) })
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, gate.Closed, b.State())
 	m := b.Metrics()
 	assert.Equal(t, uint64(1), m.Cancelled)
 	assert.Zero(t, m.Failures)
+
+	// A ctx already done is not admitted: the function never runs, and the
+	// call is a cancelled one, not a gate error.
+	ran := false
+	err = b.Execute(ctx, func(context.Context) error { ran = true; return nil })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, ran, "a call whose ctx is already done does not run")
+	m = b.Metrics()
+	assert.Equal(t, uint64(2), m.Cancelled)
+	assert.Zero(t, m.GateErrors)
 }
 
 // A deadline the function set itself is the dependency being slow: a failure.
@@ -301,8 +310,7 @@ func TestMetricsTotals(t *testing.T) {
 	require.NoError(t, b.Execute(t.Context(), succeed))
 	require.Error(t, b.Execute(t.Context(), func(context.Context) error { return errValidation }))
 	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	require.Error(t, b.Execute(ctx, func(ctx context.Context) error { return ctx.Err() }))
+	require.Error(t, b.Execute(ctx, func(ctx context.Context) error { cancel(); return ctx.Err() }))
 	trip(t, b, 3)
 	require.Error(t, b.Execute(t.Context(), succeed))
 

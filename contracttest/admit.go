@@ -115,6 +115,72 @@ func RunAdmit(t *testing.T, newGates AdmitFactory) {
 			assert.Equal(t, a2.Limit, a1.Limit, "quota limit afterwards")
 		})
 	}
+	runDoneContext(t, newGates, nonce, policy)
+}
+
+// runDoneContext pins that an admission asked with a ctx already done is
+// refused with the ctx's error and takes nothing: TryEnter, Acquire (on a
+// limited and on an unlimited source) and Admit, whether the record is
+// Closed or due for a probe. Afterwards the source admits exactly as if the
+// refused calls had never been made: the probe lease and the one in-flight
+// slot are still there.
+func runDoneContext(t *testing.T, newGates AdmitFactory, nonce string, policy gate.Policy) {
+	for _, c := range []struct {
+		name   string
+		cooled bool // the breaker is due for a probe
+	}{{name: "Closed"}, {name: "ProbeDue", cooled: true}} {
+		t.Run("DoneContext/"+c.name, func(t *testing.T) {
+			src, free := sourceName(nonce, "done-"+c.name, ""), sourceName(nonce, "done-"+c.name, "unlimited")
+			limits := gate.Limits{RPM: 1, MaxInFlight: 1}
+			b, q, clk := newGates(t, policy, map[string]gate.Limits{src: limits})
+			h := &admitHarness{t: t, b: b, q: q}
+			if c.cooled {
+				h.trip(src)
+				clk.Advance(policy.Cooldown + 2*clk.Slack())
+			}
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			refused := func(what string, err error) {
+				t.Helper()
+				require.Error(t, err, "%s with a done ctx must not be granted", what)
+				assert.ErrorIs(t, err, context.Canceled, "%s with a done ctx reports the ctx's error", what)
+			}
+			d, err := b.TryEnter(done, src)
+			refused("TryEnter", err)
+			assert.False(t, d.Allowed, "TryEnter with a done ctx: decision allowed")
+			p, qd, err := q.Acquire(done, src, 1)
+			refused("Acquire", err)
+			assert.False(t, qd.Allowed, "Acquire with a done ctx: permit granted")
+			assert.Zero(t, p, "Acquire with a done ctx: permit")
+			_, qd, err = q.Acquire(done, free, 1)
+			refused("Acquire of an unlimited source", err)
+			assert.False(t, qd.Allowed, "Acquire of an unlimited source with a done ctx: permit granted")
+			if adm, ok := q.(gate.Admitter); ok {
+				d, p, qd, _, err := adm.Admit(done, b, src, 1)
+				refused("Admit", err)
+				assert.False(t, d.Allowed, "Admit with a done ctx: decision allowed")
+				assert.False(t, qd.Allowed, "Admit with a done ctx: permit granted")
+				assert.Zero(t, p, "Admit with a done ctx: permit")
+			}
+
+			// Nothing was taken: the probe (or Closed admission), the one
+			// request of the RPM and the one in-flight slot are all there.
+			d = h.enter(src)
+			require.True(t, d.Allowed, "the source admits after the refused calls")
+			assert.Equal(t, c.cooled, d.Probe, "the probe lease is still free")
+			assert.Equal(t, 0, h.snap(src).ProbesInFlight-boolInt(d.Probe), "no probe lease leaked")
+			_, qd, err = q.Acquire(context.Background(), src, 1)
+			require.NoError(t, err)
+			assert.True(t, qd.Allowed, "the RPM's one request and the one slot are still there")
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 type admitHarness struct {

@@ -17,7 +17,8 @@ type Admitter interface {
 	// quota reserved nothing. ok is false, with nothing done, when b is not
 	// a breaker this gate can combine with: the caller then calls TryEnter
 	// and Acquire itself. Errors are those of TryEnter and Acquire; with an
-	// error nothing is held.
+	// error nothing is held. A ctx already done is refused as TryEnter
+	// refuses it: nothing is taken.
 	Admit(ctx context.Context, b ProviderGate, source string, estTokens int64) (d Decision, p Permit, qd QuotaDecision, ok bool, err error)
 }
 

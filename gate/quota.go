@@ -220,6 +220,8 @@ type QuotaGate interface {
 	// Acquire reserves one request and estTokens tokens for source and takes
 	// an in-flight slot, all or nothing, or rejects with a RetryAfter. A
 	// negative estTokens, or one above the source's TPM, is a *TokensError.
+	// A ctx already done is refused with an error wrapping ctx's error and
+	// reserves nothing, also for an unlimited source.
 	Acquire(ctx context.Context, source string, estTokens int64) (Permit, QuotaDecision, error)
 	// Settle corrects the token account by actualTokens − p.Tokens: a
 	// refund when the call used fewer tokens than estimated, a debit (which

@@ -149,7 +149,11 @@ func (b *Breaker) peek(source string) *record {
 }
 
 // TryEnter asks whether a call to source may run now. It never blocks on I/O.
-func (b *Breaker) TryEnter(_ context.Context, source string) (gate.Decision, error) {
+// A ctx already done is refused with its error, and nothing is taken.
+func (b *Breaker) TryEnter(ctx context.Context, source string) (gate.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return gate.Decision{}, gate.DoneError("TryEnter", source, err)
+	}
 	r := b.record(source)
 	if w := r.word.Load(); w&closedBit != 0 {
 		// The hot path takes no lock and reads no clock: Closed admission

@@ -79,7 +79,18 @@ func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
 // Acquire reserves one request and estTokens tokens for source and takes an
 // in-flight slot, or rejects with the exact RetryAfter of gate.QuotaDecision.
 // A rejection reserves nothing. It never blocks beyond the source's lock.
-func (q *Quota) Acquire(_ context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+// A ctx already done is refused with its error and reserves nothing.
+func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	return q.acquire(ctx, source, estTokens, nil)
+}
+
+// acquire is Acquire; when take is not nil it is asked, under the source's
+// lock, once the limits would admit and before anything is reserved, so
+// that its rejection reserves nothing (AdmitBudget).
+func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func() gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
+	if err := ctx.Err(); err != nil {
+		return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
+	}
 	s := q.sources[source]
 	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
 		tpm := 0
@@ -89,6 +100,11 @@ func (q *Quota) Acquire(_ context.Context, source string, estTokens int64) (gate
 		return gate.Permit{}, gate.QuotaDecision{}, &gate.TokensError{Op: "Acquire", Source: source, Tokens: estTokens, TPM: tpm}
 	}
 	if s == nil {
+		if take != nil {
+			if bd := take(); !bd.Allowed {
+				return gate.Permit{}, budgetRejection(bd), nil
+			}
+		}
 		return gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
 	}
 	var now time.Time
@@ -126,6 +142,12 @@ func (q *Quota) Acquire(_ context.Context, source string, estTokens int64) (gate
 		// Measured from the caller's instant, not from the truncated µs.
 		ra := time.UnixMicro(at).Sub(now)
 		return gate.Permit{}, gate.QuotaDecision{RetryAfter: ra, Limit: limit}, nil
+	}
+	if take != nil {
+		if bd := take(); !bd.Allowed {
+			s.mu.Unlock()
+			return gate.Permit{}, budgetRejection(bd), nil
+		}
 	}
 	if s.rpm.Drain > 0 {
 		s.rpm.level += s.rpm.Unit
@@ -246,6 +268,44 @@ func (q *Quota) Admit(ctx context.Context, b gate.ProviderGate, source string, e
 		}
 	}
 	return d, p, qd, true, err
+}
+
+var _ gate.BudgetAdmitter = (*Quota)(nil)
+
+// AdmitBudget is Admit with the advertised budget's Take in the same
+// operation (gate.BudgetAdmitter), ordered as the Redis script orders it:
+// the breaker, then the limits, then the budget, and only then is the
+// request reserved. A budget rejection therefore takes no request of the
+// RPM and no tokens of the TPM — a reserved request cannot be given back,
+// so a caller polling a spent budget would otherwise burn one per round —
+// and the decision is given back as for a quota rejection. It combines
+// only with a *Breaker and a *Budget of this package (ok false otherwise).
+// The budget is taken under the source's lock, so no other admission of
+// the source can spend the capacity between the two.
+func (q *Quota) AdmitBudget(ctx context.Context, b gate.ProviderGate, budget gate.BudgetGate, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	mb, isMem := b.(*Breaker)
+	mg, isBudget := budget.(*Budget)
+	if !isMem || !isBudget {
+		return d, p, qd, false, nil
+	}
+	if d, err = mb.TryEnter(ctx, source); err != nil || !d.Allowed {
+		return d, p, qd, true, err
+	}
+	p, qd, err = q.acquire(ctx, source, estTokens, func() gate.BudgetDecision {
+		bd, _ := mg.Take(ctx, source, estTokens) // the memory budget never fails
+		return bd
+	})
+	if err != nil || !qd.Allowed {
+		if _, rerr := mb.Record(ctx, source, d, gate.Released); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return d, p, qd, true, err
+}
+
+// budgetRejection is a budget's rejection in a quota's terms.
+func budgetRejection(bd gate.BudgetDecision) gate.QuotaDecision {
+	return gate.QuotaDecision{RetryAfter: bd.RetryAfter, Limit: bd.Limit}
 }
 
 var _ gate.Concluder = (*Quota)(nil)

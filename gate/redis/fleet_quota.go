@@ -120,23 +120,58 @@ const fleetPermitPrefix = "pgw-fleet-"
 
 // Acquire takes one request and estTokens from this process's share.
 func (f *FleetQuota) Acquire(ctx context.Context, source string, estTokens int64) (gate.Permit, gate.QuotaDecision, error) {
+	cur, est, err := f.current(source, estTokens)
+	if err != nil {
+		return gate.Permit{}, gate.QuotaDecision{}, err
+	}
+	p, d, err := cur.q.Acquire(ctx, source, est)
+	return f.granted(cur, source, estTokens, p, d, err)
+}
+
+var _ gate.BudgetAdmitter = (*FleetQuota)(nil)
+
+// AdmitBudget is the share's memory.Quota AdmitBudget: the breaker, this
+// process's share and the advertised budget in one operation, so that a
+// round the budget refuses takes no request of the share. It combines
+// with a memory breaker and a memory budget (ok false otherwise).
+func (f *FleetQuota) AdmitBudget(ctx context.Context, b gate.ProviderGate, budget gate.BudgetGate, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	cur, est, err := f.current(source, estTokens)
+	if err != nil {
+		return d, p, qd, false, nil
+	}
+	d, p, qd, ok, err = cur.q.AdmitBudget(ctx, b, budget, source, est)
+	if !ok {
+		return d, p, qd, false, nil
+	}
+	p, qd, err = f.granted(cur, source, estTokens, p, qd, err)
+	return d, p, qd, true, err
+}
+
+// current returns the share of the fleet's size now, and the estimate to
+// reserve in it.
+func (f *FleetQuota) current(source string, estTokens int64) (*fleetShare, int64, error) {
 	n := f.pr.Processes()
 	cur := f.cur.Load()
 	if cur == nil || cur.n != n {
 		q, err := f.quota(n)
 		if err != nil {
-			return gate.Permit{}, gate.QuotaDecision{}, err
+			return nil, 0, err
 		}
 		cur = &fleetShare{n: n, q: q, id: fleetPermitPrefix + strconv.Itoa(n)}
 		f.cur.Store(cur)
 	}
-	q := cur.q
 	l := f.limits[source]
 	est := estTokens
 	if sh := share(l, n); sh.TPM > 0 && est > int64(sh.TPM) && est <= int64(l.TPM) {
 		est = int64(sh.TPM)
 	}
-	p, d, err := q.Acquire(ctx, source, est)
+	return cur, est, nil
+}
+
+// granted marks a permit of cur's share and reports a token error against
+// the caller's estimate and the whole limit.
+func (f *FleetQuota) granted(cur *fleetShare, source string, estTokens int64, p gate.Permit, d gate.QuotaDecision, err error) (gate.Permit, gate.QuotaDecision, error) {
+	l := f.limits[source]
 	if err != nil {
 		// Report the caller's estimate against the whole limit.
 		if te, ok := err.(*gate.TokensError); ok {

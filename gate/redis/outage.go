@@ -73,6 +73,10 @@ func (o *outage) outageNow(op string) error {
 	return nil
 }
 
+// local reports whether a prober's outage serves every operation of this
+// gate from its fallback: no call tries the primary until a probe ends it.
+func (o *outage) local() bool { return o.pr != nil && o.pr.Down() }
+
 // closedSettle books the primary's answer to a FailClosed gate: a Redis
 // found unreachable starts its prober's outage at once, so that the calls
 // after it fail at once instead of each trying Redis until the next probe.

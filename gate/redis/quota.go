@@ -148,6 +148,10 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 		return gate.Permit{}, gate.QuotaDecision{}, &gate.TokensError{Op: "Acquire", Source: source, Tokens: estTokens, TPM: tpm}
 	}
 	if s == nil {
+		// No I/O to refuse a done ctx: refuse it here, as a script would.
+		if err := ctx.Err(); err != nil {
+			return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
+		}
 		return gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
 	}
 	var id string

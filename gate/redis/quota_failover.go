@@ -169,6 +169,29 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 	return d, p, qd, ok, err
 }
 
+// admitLocal is AdmitBudget from the three fallbacks during a prober's
+// outage, when the quota's fallback can combine them (a memory quota or a
+// FleetQuota): the breaker, the quota and the budget are asked in the
+// order of the Redis script, so a round the budget refuses takes no
+// request of the fallback's RPM. The decision and the permit are marked
+// as the fallbacks' own, as TryEnter and Acquire mark them.
+func (f *QuotaFailover) admitLocal(ctx context.Context, fb *Failover, bf *BudgetFailover, source string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, ok bool, err error) {
+	la, can := f.fallback.(gate.BudgetAdmitter)
+	if !can || fb.fallback == nil {
+		return d, p, qd, false, nil
+	}
+	d, p, qd, ok, err = la.AdmitBudget(ctx, fb.fallback, bf.fallback, source, estTokens)
+	if !ok {
+		return gate.Decision{}, gate.Permit{}, gate.QuotaDecision{}, false, nil
+	}
+	d.Token |= fallbackBit
+	d.Generation |= fallbackBit
+	if err == nil && qd.Allowed {
+		p.ID = f.markID(p.ID)
+	}
+	return d, p, qd, true, err
+}
+
 // LocalPermit reports whether p was granted by the local fallback, so that
 // giving it back does no I/O.
 func (f *QuotaFailover) LocalPermit(p gate.Permit) bool {
@@ -189,13 +212,16 @@ func (f *QuotaFailover) AdmitBudget(ctx context.Context, b gate.ProviderGate, bu
 		return d, p, qd, false, nil
 	}
 	bf, budgetFailover := budget.(*BudgetFailover)
+	fb, isFailover := b.(*Failover)
+	if f.mode == FailOpen && isFailover && budgetFailover && f.local() && fb.local() && bf.local() {
+		return f.admitLocal(ctx, fb, bf, source, estTokens)
+	}
 	if budgetFailover {
 		if bf.Degraded() {
 			return d, p, qd, false, nil
 		}
 		budget = bf.primary
 	}
-	fb, isFailover := b.(*Failover)
 	if f.mode == FailClosed {
 		if err := f.outageNow("Admit"); err != nil {
 			return d, p, qd, true, err
