@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,24 +254,5 @@ func sameSlotSource(scope, source, prefix string) string {
 	}
 }
 
-// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of its hash tag,
-// or of the whole key when it has none, modulo 16384.
-func keySlot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
+// keySlot is Redis Cluster's slot of key (testutil.KeySlot).
+func keySlot(key string) uint16 { return uint16(testutil.KeySlot(key)) }

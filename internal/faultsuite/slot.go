@@ -3,30 +3,12 @@ package faultsuite
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pgw-go/pgw/internal/testutil"
 )
 
-// KeySlot is Redis Cluster's hash slot of key: CRC16 (XMODEM) of its hash
-// tag — the part between the first '{' and the next '}', when not empty —
-// or of the whole key, modulo 16384.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc % 16384)
-}
+// KeySlot is Redis Cluster's hash slot of key (testutil.KeySlot).
+func KeySlot(key string) int { return testutil.KeySlot(key) }
 
 // SourceSlot is the slot of every key of source in scope: gate/redis tags
 // them all {<scope lower-cased>:<source>}, whatever the prefix.

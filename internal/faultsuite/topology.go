@@ -66,19 +66,10 @@ func (t Topology) Env() map[string]string {
 		env["PGW_REDIS_URL"] = u
 	}
 	for _, scope := range []string{ScopeChat, ScopeEmbed, ScopeTool} {
-		env[scope+"__STALL_WINDOW_S"] = seconds(t.StallWindow)
-		env[scope+"__POLL_INTERVAL_S"] = seconds(t.Poll)
-		env[scope+"__FAILURE_THRESHOLD"] = strconv.Itoa(t.FailureThreshold)
-		env[scope+"__COOLDOWN_S"] = seconds(t.Cooldown)
-		env[scope+"__MAX_COOLDOWN_S"] = seconds(t.MaxCooldown)
+		scopeTimings(env, scope, t.StallWindow, t.Poll, t.FailureThreshold, t.Cooldown, t.MaxCooldown)
 	}
 	source := func(scope, name, base string, limits map[string]int) {
-		k := scope + "__" + strings.ToUpper(name) + "__"
-		env[k+"BASE_URL"] = base
-		env[k+"TIMEOUT_S"] = seconds(t.Timeout)
-		for key, v := range limits {
-			env[k+key] = strconv.Itoa(v)
-		}
+		sourceEnv(env, scope, name, base, t.Timeout, limits)
 	}
 	chat := map[string]int{"MAX_IN_FLIGHT": t.WideInFlight, "TPM": 10_000_000}
 	source(ScopeChat, "a", t.Upstream1, chat)
@@ -91,6 +82,26 @@ func (t Topology) Env() map[string]string {
 }
 
 func seconds(d time.Duration) string { return fmt.Sprint(d.Seconds()) }
+
+// scopeTimings sets scope's stall window, poll interval and breaker keys.
+func scopeTimings(env map[string]string, scope string, stall, poll time.Duration, threshold int, cooldown, maxCooldown time.Duration) {
+	env[scope+"__STALL_WINDOW_S"] = seconds(stall)
+	env[scope+"__POLL_INTERVAL_S"] = seconds(poll)
+	env[scope+"__FAILURE_THRESHOLD"] = strconv.Itoa(threshold)
+	env[scope+"__COOLDOWN_S"] = seconds(cooldown)
+	env[scope+"__MAX_COOLDOWN_S"] = seconds(maxCooldown)
+}
+
+// sourceEnv sets the keys of source name in scope: its base URL, timeout
+// and limits (key → value, e.g. "RPM" → 600).
+func sourceEnv(env map[string]string, scope, name, base string, timeout time.Duration, limits map[string]int) {
+	k := scope + "__" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "__"
+	env[k+"BASE_URL"] = base
+	env[k+"TIMEOUT_S"] = seconds(timeout)
+	for key, v := range limits {
+		env[k+key] = strconv.Itoa(v)
+	}
+}
 
 // SlotTopology is the configuration of a run on a Redis Cluster whose
 // sources are the ones a fault on a hash slot hits: one source per scope,
@@ -145,19 +156,10 @@ func (t SlotTopology) Env() map[string]string {
 	for _, scope := range []string{ScopeChat, ScopeEmbed, ScopeTool} {
 		env[scope+"__CIRCUIT_OPEN"] = "fail_fast"
 		env[scope+"__QUOTA_FULL"] = "fail_fast"
-		env[scope+"__STALL_WINDOW_S"] = seconds(t.StallWindow)
-		env[scope+"__POLL_INTERVAL_S"] = seconds(t.Poll)
-		env[scope+"__FAILURE_THRESHOLD"] = strconv.Itoa(t.FailureThreshold)
-		env[scope+"__COOLDOWN_S"] = seconds(t.Cooldown)
-		env[scope+"__MAX_COOLDOWN_S"] = seconds(t.MaxCooldown)
+		scopeTimings(env, scope, t.StallWindow, t.Poll, t.FailureThreshold, t.Cooldown, t.MaxCooldown)
 	}
 	source := func(scope, name, base string, limits map[string]int) {
-		k := scope + "__" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "__"
-		env[k+"BASE_URL"] = base
-		env[k+"TIMEOUT_S"] = seconds(t.Timeout)
-		for key, v := range limits {
-			env[k+key] = strconv.Itoa(v)
-		}
+		sourceEnv(env, scope, name, base, t.Timeout, limits)
 	}
 	source(ScopeTool, t.Hot, t.UpstreamHot, map[string]int{"MAX_IN_FLIGHT": t.HotInFlight})
 	source(ScopeEmbed, t.Paced, t.UpstreamPaced, map[string]int{"RPM": t.PacedRPM})
