@@ -17,7 +17,8 @@ import (
 // gates exactly as Record followed by Finish do on a twin source with the
 // same history — the same Update, the same breaker record and the same quota
 // capacity afterwards. The factory's quota gate must implement
-// gate.Concluder and combine with the breaker.
+// gate.Concluder and combine with the breaker. Generations compare by their
+// place in each source's own sequence, as in RunAdmit.
 func RunConclude(t *testing.T, newGates AdmitFactory) {
 	t.Helper()
 	run := runCounter.Add(1)
@@ -53,7 +54,7 @@ func RunConclude(t *testing.T, newGates AdmitFactory) {
 	b, q, clk := newGates(t, policy, limits)
 	con, ok := q.(gate.Concluder)
 	require.True(t, ok, "the quota gate does not implement gate.Concluder")
-	h := &admitHarness{t: t, b: b, q: q}
+	h := newAdmitHarness(t, b, q)
 	ctx := context.Background()
 
 	// admit brings a source to the case's state and admits one call.
@@ -87,16 +88,19 @@ func RunConclude(t *testing.T, newGates AdmitFactory) {
 		t.Run("Conclude/"+c.name, func(t *testing.T) {
 			k, tw := batch[i], twins[i]
 			require.NoError(t, k.Err)
+			h.nums.see(k.Source, k.Update.Generation)
 			u, err := b.Record(ctx, tw.Source, tw.Decision, tw.Outcome)
 			require.NoError(t, err)
+			h.nums.see(tw.Source, u.Generation)
 			require.NoError(t, gate.Finish(ctx, q, tw.Permit, tw.Tokens))
 			assert.Equal(t, u.Applied, k.Update.Applied, "applied")
 			assert.Equal(t, u.State, k.Update.State, "state")
-			assert.Equal(t, u.Generation, k.Update.Generation, "generation")
+			assert.Equal(t, h.nums.rank(tw.Source, u.Generation), h.nums.rank(k.Source, k.Update.Generation), "generation")
 			assert.Equal(t, u.Forced, k.Update.Forced, "override")
 			assert.InDelta(t, float64(u.RetryAfter), float64(k.Update.RetryAfter), float64(time.Second), "RetryAfter")
 			s1, s2 := h.snap(k.Source), h.snap(tw.Source)
 			assert.Equal(t, s2.State, s1.State, "state afterwards")
+			assert.Equal(t, h.nums.rank(tw.Source, s2.Generation), h.nums.rank(k.Source, s1.Generation), "generation afterwards")
 			assert.Equal(t, s2.ConsecutiveFailures, s1.ConsecutiveFailures, "consecutive failures afterwards")
 			assert.Equal(t, s2.ProbesInFlight, s1.ProbesInFlight, "probe leases afterwards")
 			// The quota is alike: the same number of further permits fit.

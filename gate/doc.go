@@ -50,10 +50,20 @@
 // from many goroutines can order them without reading the record again: a
 // greater generation is a later state; an equal one is the same state and
 // override (a HalfOpen answer, allowed or not, may differ only in leases).
-// Two limits, where a caller must read Snapshot to know:
+// Only the order is promised, not the values: a fresh record is at
+// generation 0, but the generations after it need not follow one another by
+// 1 (the Redis gate draws them from the server's clock). Generations and
+// probe lease tokens grow together, and none is handed out twice for one
+// source, apart from the 0 of a record built again (below). Two limits,
+// where a caller must read Snapshot to know:
 //
-//   - A record a backend forgot starts again at generation 0: a Redis record
-//     whose keys expired while idle (gate/redis).
+//   - A record a backend forgot reads as a fresh Closed record at generation
+//     0 until its first transition: a Redis record whose keys expired while
+//     idle or were deleted (gate/redis). That transition's generation is
+//     greater than every generation and token the forgotten record handed
+//     out, so a decision granted before is stale for the record built again;
+//     only a Closed admission of generation 0 (one the forgotten record
+//     granted before its own first transition) is current again.
 //   - A gate that answers from two records has two sequences that do not
 //     compare: redis.Failover marks the Generation of the Decisions and
 //     Updates of its fallback, like their tokens, with the top bit (its

@@ -149,9 +149,9 @@ type StateChange struct {
 	// From and To are the states before and after.
 	From, To gate.State
 	// Generation is the record's generation after the change; it grows on
-	// every transition (a Redis record that expired while idle starts again
-	// at 0; redis.Failover's fallback answers carry the top bit, see
-	// "Generations" in package gate).
+	// every transition (a Redis record that expired while idle reads 0 again
+	// until its next transition; redis.Failover's fallback answers carry the
+	// top bit, see "Generations" in package gate).
 	Generation uint64
 	// Forced is the operator's override after the change (gate.Forcer).
 	Forced gate.Force

@@ -34,7 +34,12 @@
 // The prefix defaults to "pgw" (WithPrefix); the scope is lower-cased. The
 // fencing tokens — generations and lease tokens, drawn from one counter as in
 // the memory gate — live in the record, so a process that restarts or a
-// decision handed to another goroutine is fenced the same way.
+// decision handed to another goroutine is fenced the same way. Each number
+// the counter hands out is one more than the last or the server's clock in
+// µs, whichever is greater, so a record built again after its keys were
+// lost (expired, evicted, deleted, or a write a failover dropped) never
+// hands out a number the lost one did; ARCHITECTURE.md ("Redis") states the
+// bound on the servers' clocks this needs.
 //
 // # Key TTL
 //
@@ -56,9 +61,10 @@
 // slowest timeout), so its Record always finds the record it was admitted
 // by. The probe lease set gets the full TTL with each lease. A record that
 // did expire reads as a fresh Closed one at generation 0, which is the
-// right answer for a source idle that long; a caller ordering answers by
-// generation (see "Generations" in package gate) must read Snapshot when one goes
-// back.
+// right answer for a source idle that long, and its first transition numbers
+// on above every generation and token the expired one handed out; a caller
+// ordering answers by generation (see "Generations" in package gate) must
+// read Snapshot when one goes back.
 //
 // The one exception is a record an operator forced (Breaker.Force, pgw
 // open|close): it keeps no TTL until the override is cleared (ForceNone),

@@ -50,7 +50,8 @@ const DefaultRetryInterval = time.Second
 
 // fallbackBit marks, in Decision.Token, a decision the fallback granted, and,
 // in the Generation of every answer, an answer of the fallback. Redis tokens
-// and generations come from a counter that never gets near 2^63.
+// and generations come from the server's clock in µs (about 2^51) and a
+// counter, never near 2^63.
 const fallbackBit = uint64(1) << 63
 
 // Failover is a breaker gate that uses a primary gate (a Redis Breaker) and,

@@ -334,6 +334,32 @@ func TestKeyExpiryReadsAsAFreshRecordInBothGates(t *testing.T) {
 	})
 }
 
+// TestAProbeFromBeforeTheKeysExpiredIsStaleInBothGates pins that the Redis
+// record built again after an expiry hands out no number of the expired one:
+// the same steps on either side of the expiry give the new probe the token
+// the old one had on a counter that started again, and the old probe's
+// Released and Success must miss.
+func TestAProbeFromBeforeTheKeysExpiredIsStaleInBothGates(t *testing.T) {
+	p := gate.Policy{ConsecutiveFailures: 1, Cooldown: 100 * time.Millisecond, MaxCooldown: 200 * time.Millisecond, ProbeTTL: 50 * time.Millisecond}
+	checkBreaker(t, p, []Step{
+		Enter("a", 1),
+		Record("a", 1, gate.Failure), // Open
+		Advance(100),
+		Enter("a", 2), // the probe
+		Advance(400),  // past KeyTTL (2 × 200 ms) since the probe's write
+		Snap("a"),     // expired: fresh Closed record
+		Enter("a", 3),
+		Record("a", 3, gate.Failure), // Open
+		Advance(100),
+		Enter("a", 4),                 // the probe of the record built again
+		Record("a", 2, gate.Released), // stale: misses
+		Record("a", 2, gate.Success),  // stale: misses
+		Snap("a"),                     // HalfOpen, probe 4 in flight
+		Record("a", 4, gate.Success),
+		Snap("a"),
+	})
+}
+
 // TestForcedRecordOutlivesTheKeyTTLInBothGates pins the harness's model of a
 // forced record (gate.Forcer): Redis keeps it without TTL until ForceNone,
 // which gives the TTL back.

@@ -28,6 +28,7 @@ type breakerWorld struct {
 
 	decs  map[int]decision
 	src   map[string]*sourceModel
+	nums  *numbering
 	stats coverage
 }
 
@@ -62,6 +63,7 @@ func (c coverage) String() string {
 // decision is one TryEnter's answer from each gate.
 type decision struct {
 	source   string
+	epoch    int // the source's TTL epoch when it was granted
 	mem, red gate.Decision
 	recorded bool
 }
@@ -75,7 +77,10 @@ type decision struct {
 // generation 0. The memory gate forgets nothing, so when the
 // Redis keys must have expired the harness moves the source, in the memory
 // gate only, to a fresh name ("a~1"): the memory gate then holds the same
-// fresh record.
+// fresh record. The Redis record built again never repeats a number of the
+// expired one but 0, so a decision granted before the expiry reaches the
+// memory gate with a token no record hands out (forgottenToken) unless it
+// is 0.
 type sourceModel struct {
 	epoch     int
 	refreshed bool // the Redis record exists, with an expiry
@@ -84,14 +89,14 @@ type sourceModel struct {
 	forced    bool
 	lastWrite time.Time   // memory-gate time of the last TTL refresh
 	leases    []time.Time // expiry of probe leases granted (memory time)
-	maxToken  uint64      // largest token seen, for forged decisions
+	maxToken  uint64      // largest memory token seen, for forged decisions
 	decisions []int       // ids of decisions obtained for this source
 }
 
 func newBreakerWorld(p gate.Policy, mem, red gate.ProviderGate, tl timeline, tol, ttl time.Duration) *breakerWorld {
 	p = p.WithDefaults()
 	w := &breakerWorld{p: p, mem: mem, red: red, tl: tl, tol: tol, ttl: ttl,
-		decs: map[int]decision{}, src: map[string]*sourceModel{}}
+		decs: map[int]decision{}, src: map[string]*sourceModel{}, nums: newNumbering()}
 	if p.Window > 0 {
 		w.width = time.Duration(max(p.Window.Milliseconds()/10, 1)) * time.Millisecond
 	}
@@ -272,7 +277,7 @@ func (w *breakerWorld) exec(st Step) string {
 			w.stats.rejectHalfOpen++
 		}
 		s := w.source(st.Source)
-		w.decs[st.ID] = decision{source: st.Source, mem: md, red: rd}
+		w.decs[st.ID] = decision{source: st.Source, epoch: s.epoch, mem: md, red: rd}
 		s.decisions = append(s.decisions, st.ID)
 		if !md.Allowed && md.State == gate.Open {
 			// An Open rejection writes nothing in Redis: no TTL refresh.
@@ -283,26 +288,44 @@ func (w *breakerWorld) exec(st Step) string {
 		if md.Probe {
 			s.leases = append(s.leases, w.tl.Now().Add(w.p.ProbeTTL))
 		}
-		s.maxToken = max(s.maxToken, md.Token, rd.Token)
-		if d := w.diffDecision(md, rd, prior.Forced); d != "" || !w.snapEach {
+		s.maxToken = max(s.maxToken, md.Token)
+		if d := w.diffDecision(st.Source, md, rd, prior.Forced); d != "" || !w.snapEach {
 			return d
 		}
 		return w.checkSnapshots(st.Source, &answered{"TryEnter",
 			facts{md.Generation, md.State, md.Forced}, facts{rd.Generation, rd.State, rd.Forced}})
 	case KindRecord:
 		var md, rd gate.Decision
-		if st.ID == 0 {
-			md, rd = st.Forged, st.Forged
-		} else {
-			dec, ok := w.decs[st.ID]
-			if !ok {
+		var dec decision
+		if st.ID != 0 {
+			var ok bool
+			if dec, ok = w.decs[st.ID]; !ok {
 				return "" // its Enter step is not in this sequence
 			}
-			md, rd = dec.mem, dec.red
 			dec.recorded = true
 			w.decs[st.ID] = dec
 		}
 		w.settle(st.Source)
+		var translated []string
+		switch {
+		case st.ID == 0, dec.source != st.Source:
+			// A forged decision (its token is the memory gate's) or
+			// another source's: each gate gets the token that stands
+			// in its record where the memory token does.
+			md, rd = st.Forged, st.Forged
+			if st.ID != 0 {
+				md, rd = dec.mem, dec.mem
+			}
+			rd.Token, translated = w.redisToken(st.Source, md.Token)
+		default:
+			md, rd = dec.mem, dec.red
+			if dec.epoch != w.source(st.Source).epoch && md.Token != 0 {
+				md.Token = forgottenToken
+			}
+		}
+		if len(translated) > 0 {
+			return strings.Join(translated, "; ")
+		}
 		before, _ := w.mem.Snapshot(ctx, w.memName(st.Source))
 		mu, merr := w.mem.Record(ctx, w.memName(st.Source), md, st.Outcome)
 		ru, rerr := w.red.Record(ctx, st.Source, rd, st.Outcome)
@@ -332,7 +355,7 @@ func (w *breakerWorld) exec(st Step) string {
 		if mu.State != before.State && mu.State == gate.Closed {
 			w.stats.closed++
 		}
-		if d := w.diffUpdate(md, st.Outcome, before.Forced, mu, ru); d != "" || !w.snapEach {
+		if d := w.diffUpdate(st.Source, md, st.Outcome, before.Forced, mu, ru); d != "" || !w.snapEach {
 			return d
 		}
 		return w.checkSnapshots(st.Source, &answered{"Record",
@@ -375,16 +398,32 @@ func (w *breakerWorld) closeTimes(a, b time.Time) bool {
 	return w.closeEnough(a.Sub(b), 0)
 }
 
-// diffDecision compares two TryEnter answers; tokens and generations compare
-// exactly, since both gates draw generations and lease tokens from one
+// diffDecision compares two TryEnter answers of source. Generations and
+// tokens compare by place (numbering): both gates draw them from one
 // per-source counter in the same order (gate/redis doc: "as in the memory
-// gate").
-func (w *breakerWorld) diffDecision(m, r gate.Decision, forced gate.Force) string {
+// gate"), from different starts; a token of a decision not allowed compares
+// by value.
+func (w *breakerWorld) diffDecision(source string, m, r gate.Decision, forced gate.Force) string {
 	var bad []string
 	bad = append(bad, decisionContract("memory", m, forced)...)
 	bad = append(bad, decisionContract("redis", r, forced)...)
-	if m.Allowed != r.Allowed || m.State != r.State || m.Probe != r.Probe || m.Token != r.Token ||
-		m.Generation != r.Generation || m.Forced != r.Forced || !w.closeEnough(m.RetryAfter, r.RetryAfter) {
+	mn, rn := []uint64{m.Generation}, []uint64{r.Generation}
+	if m.Allowed {
+		mn = append(mn, m.Token)
+	}
+	if r.Allowed {
+		rn = append(rn, r.Token)
+	}
+	bad = append(bad, w.place(source, mn, rn)...)
+	token := func(seq map[string][]uint64, d gate.Decision) int {
+		if d.Allowed {
+			return w.rank(seq, source, d.Token)
+		}
+		return -1 - int(min(d.Token, 1)) // -1: token 0, -2: any other
+	}
+	if m.Allowed != r.Allowed || m.State != r.State || m.Probe != r.Probe || token(w.nums.mem, m) != token(w.nums.red, r) ||
+		w.rank(w.nums.mem, source, m.Generation) != w.rank(w.nums.red, source, r.Generation) || m.Forced != r.Forced ||
+		!w.closeEnough(m.RetryAfter, r.RetryAfter) {
 		bad = append(bad, fmt.Sprintf("TryEnter: memory %s, redis %s", fmtDecision(m), fmtDecision(r)))
 	}
 	return strings.Join(bad, "; ")
@@ -427,11 +466,13 @@ func decisionContract(who string, d gate.Decision, forced gate.Force) []string {
 	return bad
 }
 
-func (w *breakerWorld) diffUpdate(d gate.Decision, o gate.Outcome, forced gate.Force, m, r gate.Update) string {
+func (w *breakerWorld) diffUpdate(source string, d gate.Decision, o gate.Outcome, forced gate.Force, m, r gate.Update) string {
 	var bad []string
 	bad = append(bad, updateContract("memory", d, o, forced, m)...)
 	bad = append(bad, updateContract("redis", d, o, forced, r)...)
-	if m.Applied != r.Applied || m.State != r.State || m.Generation != r.Generation || m.Forced != r.Forced ||
+	bad = append(bad, w.place(source, []uint64{m.Generation}, []uint64{r.Generation})...)
+	if m.Applied != r.Applied || m.State != r.State || m.Forced != r.Forced ||
+		w.rank(w.nums.mem, source, m.Generation) != w.rank(w.nums.red, source, r.Generation) ||
 		!w.closeEnough(m.RetryAfter, r.RetryAfter) {
 		bad = append(bad, fmt.Sprintf("Record: memory %s, redis %s", fmtUpdate(m), fmtUpdate(r)))
 	}
@@ -494,6 +535,7 @@ func (w *breakerWorld) checkSnapshots(source string, after *answered) string {
 	var bad []string
 	bad = append(bad, w.snapshotContract("memory", ms)...)
 	bad = append(bad, w.snapshotContract("redis", rs)...)
+	bad = append(bad, w.place(source, []uint64{ms.Generation}, []uint64{rs.Generation})...)
 	if after != nil {
 		for _, c := range []struct {
 			who string
@@ -506,7 +548,8 @@ func (w *breakerWorld) checkSnapshots(source string, after *answered) string {
 			}
 		}
 	}
-	if ms.State != rs.State || ms.Generation != rs.Generation || ms.ConsecutiveFailures != rs.ConsecutiveFailures ||
+	if ms.State != rs.State || w.rank(w.nums.mem, source, ms.Generation) != w.rank(w.nums.red, source, rs.Generation) ||
+		ms.ConsecutiveFailures != rs.ConsecutiveFailures ||
 		ms.ProbeSuccesses != rs.ProbeSuccesses || ms.WindowCalls != rs.WindowCalls || ms.WindowFailures != rs.WindowFailures ||
 		ms.ProbesInFlight != rs.ProbesInFlight || ms.Cooldown != rs.Cooldown || ms.Forced != rs.Forced ||
 		!w.closeTimes(ms.OpenUntil, rs.OpenUntil) || !w.closeEnough(ms.RetryAfter, rs.RetryAfter) {

@@ -6,7 +6,8 @@
 -- Record layout, all under one hash tag so a script touches one slot:
 --   KEYS[1] = <prefix>:{<scope>:<source>}:cb      hash, the breaker record
 --     st   state: 0 Closed, 1 Open, 2 HalfOpen (gate.State values)
---     seq  last token handed out; generations and probe leases share it
+--     seq  last number handed out; generations and probe leases share it
+--          (next_number: never below the server clock in µs)
 --     gen  token of the current generation
 --     cf   consecutive failures while Closed
 --     ps   probe successes in the current HalfOpen phase
@@ -150,9 +151,20 @@ local function remaining(r, now)
   return 0
 end
 
+-- next_number hands out the record's next fencing number (a generation or
+-- a probe lease token): one more than the last, or the server's clock in µs
+-- when that is greater. A record that is absent (expired, evicted, deleted)
+-- loads with seq 0, so its first number is the clock: above every number the
+-- lost record handed out, which never ran ahead of the clock by more than
+-- the few it handed out in its last µs. ARCHITECTURE.md ("Redis") states
+-- the bound, also across a failover.
+local function next_number(r)
+  set(r, 'seq', math.max(r.seq + 1, now_us()))
+  return r.seq
+end
+
 local function new_generation(r)
-  set(r, 'seq', r.seq + 1)
-  set(r, 'gen', r.seq)
+  set(r, 'gen', next_number(r))
 end
 
 local function bucket_index(now)

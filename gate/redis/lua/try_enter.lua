@@ -49,8 +49,8 @@ if inflight >= P.probes or phase_full(r, inflight) then
   -- never the lease length.
   return { 0, HALF_OPEN, 0, 0, 0, r.gen, r.fo }
 end
-set(r, 'seq', r.seq + 1)
-redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(r.seq))
+local token = next_number(r)
+redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(token))
 if stale then
   redis.call('ZREM', KEYS[2], unpack(stale))
 elseif expired > 0 then
@@ -60,4 +60,4 @@ end
 -- ProbeTTL, well inside it.
 redis.call('PEXPIRE', KEYS[2], int(P.ttl))
 save(r, KEYS)
-return { 1, HALF_OPEN, 0, 1, r.seq, r.gen, r.fo }
+return { 1, HALF_OPEN, 0, 1, token, r.gen, r.fo }
