@@ -6,16 +6,16 @@ import (
 	"sync/atomic"
 
 	"github.com/pgw-go/pgw/internal/callctx"
+	"github.com/pgw-go/pgw/internal/errs"
 )
 
 // call is one governed call in flight, registered with its gateway so that
 // Close can interrupt it and wait for it to give back what it holds.
 type call struct {
-	g      *GatewayClient
-	caller context.Context // the caller's ctx
-	ctx    context.Context // the call's: &cc
-	cc     callctx.Ctx     // the caller's ctx, also ended by Close (cause ErrClosed)
-	ended  atomic.Bool
+	g     *GatewayClient
+	ctx   context.Context // the call's: &cc
+	cc    callctx.Ctx     // the caller's ctx, also ended by Close (cause ErrClosed)
+	ended atomic.Bool
 
 	prev, next *call // in the gateway's list of live calls (liveMu)
 }
@@ -27,7 +27,7 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	if ctx == nil {
 		return nil, errors.New("pgw: nil context")
 	}
-	c := &call{g: g, caller: ctx}
+	c := &call{g: g}
 	c.cc.Init(ctx, 0)
 	c.ctx = &c.cc
 	g.mu.RLock()
@@ -95,18 +95,14 @@ func (g *GatewayClient) interruptCalls() {
 	}
 }
 
-// closedErr reports ErrClosed for an error of a call that Close interrupted
-// (the caller's ctx live, the call's done, the gateway closed); any other
-// error passes unchanged.
+// closedErr reports ErrClosed for an error of a call that Close interrupted:
+// Close ended the call's ctx before anything else did (the caller's
+// cancellation or deadline may come after, while the call winds down). The
+// observer's "closed" follows the same rule, so the caller gets the error
+// its CallResult reports. Any other error passes unchanged.
 func (c *call) closedErr(err error) error {
-	if err != nil && c.caller.Err() == nil && c.ctx.Err() != nil && c.g.isClosed() {
+	if err != nil && errs.ClosedBy(c.ctx) {
 		return ErrClosed
 	}
 	return err
-}
-
-func (g *GatewayClient) isClosed() bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.closed
 }

@@ -410,9 +410,11 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		}
 		if combined {
 			if !qd.Allowed {
-				// Admit gave the decision back already.
+				// Admit gave the decision back already; the pacer slot,
+				// taken before it, is this round's to free.
 				t.done.Store(true)
 				a.lat.end(i)
+				a.unpace(name, paced)
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}

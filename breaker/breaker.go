@@ -117,7 +117,11 @@ func (b *Breaker) State() gate.State {
 // Execute runs fn if the breaker admits a call, and records its outcome
 // (see the package documentation for what counts). It returns fn's error
 // unchanged, an *OpenError when the breaker rejects the call without running
-// fn, or the gate's error, wrapped, when the gate cannot be asked.
+// fn, or the gate's error, wrapped, when the gate cannot be asked. A ctx
+// already done when Execute is called (or that ends while the gate answers)
+// is not admitted: fn does not run, the call counts in Metrics.Cancelled,
+// and the error wraps ctx's error (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded); it is not an *OpenError.
 //
 // A panic in fn is recorded as a failure and then continues with its original
 // value. Execute is safe for concurrent use; on the success path it allocates
@@ -208,7 +212,8 @@ func Do[T any](ctx context.Context, cb *Breaker, fn func(context.Context) (T, er
 // Allow is the first half of manual use: it asks the breaker for one call
 // and, when admitted, returns a Token whose Done must be called exactly once
 // with the call's error. On a rejection it returns a nil Token and an
-// *OpenError. Prefer Execute where the call fits in a closure: Allow cannot
+// *OpenError; with a ctx already done, a nil Token and an error wrapping
+// ctx's error, as Execute does. Prefer Execute where the call fits in a closure: Allow cannot
 // see panics, and a Token never finished holds a probe lease until the gate
 // expires it (Policy.ProbeTTL).
 //
@@ -239,6 +244,13 @@ func (b *Breaker) Allow(ctx context.Context) (*Token, error) {
 	return &Token{b: b, ctx: ctx, d: d, phase: e}, nil
 }
 
+// notRun counts a call not run because its caller's ctx is done and
+// returns the error that says so, wrapping err (the ctx's error).
+func (b *Breaker) notRun(err error) error {
+	b.counters.cancelled.Add(1)
+	return fmt.Errorf("pgw/breaker: breaker %q: not run, the caller's context is done: %w", b.name, err)
+}
+
 // Token is one call admitted by Allow. Its Done is safe for concurrent use.
 type Token struct {
 	b     *Breaker
@@ -267,14 +279,18 @@ func (t *Token) Probe() bool { return t != nil && t.d.Probe }
 // outcome to be recorded, then observes it (a listener may panic).
 //
 // A ctx already done is not admitted: the call is counted cancelled and
-// the gate is not asked (it would refuse it anyway, taking nothing).
+// the gate is not asked (it would refuse it anyway, taking nothing). A ctx
+// that ends while the gate answers, which makes the gate fail with the
+// ctx's error, is the same cancelled call, not a gate error.
 func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 	if err := ctx.Err(); err != nil {
-		b.counters.cancelled.Add(1)
-		return gate.Decision{}, fmt.Errorf("pgw/breaker: breaker %q: not run, the caller's context is done: %w", b.name, err)
+		return gate.Decision{}, b.notRun(err)
 	}
 	d, err := b.gate.TryEnter(ctx, b.name)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return gate.Decision{}, b.notRun(cerr)
+		}
 		b.counters.gateErrors.Add(1)
 		return d, fmt.Errorf("pgw/breaker: breaker %q: gate TryEnter: %w", b.name, err)
 	}

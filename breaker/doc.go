@@ -52,6 +52,12 @@
 // breaker can certainly admit a call again while Open, and 0 while HalfOpen
 // with its probes in flight (a probe may finish at any moment).
 //
+// A call whose ctx is already done is not admitted either, whatever the
+// state: the function does not run, the gate is not asked (no probe lease is
+// taken), the call counts in Metrics.Cancelled, and the error wraps the
+// ctx's error — it is not an *OpenError, and nothing is counted against the
+// dependency.
+//
 // # State, counts and holds
 //
 // State reads the gate: an operator's hold, another process's change, and
@@ -161,6 +167,9 @@
 //     CooldownMultiplier 1).
 //   - A call ended by its caller's cancellation is not counted; a HalfOpen
 //     rejection carries RetryAfter 0 (a probe may finish at any moment).
+//   - A call whose ctx is already done does not run (gobreaker's Execute
+//     takes no context and would run it): Execute returns an error wrapping
+//     the ctx's error.
 //   - States are gate.State: Closed 0, Open 1, HalfOpen 2, "half_open"
 //     (gobreaker: HalfOpen 1, Open 2, "half-open").
 //

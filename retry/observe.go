@@ -179,6 +179,10 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 	var ase *errs.AllSourcesExhausted
 	var gue *errs.GatewayUnavailableError
 	switch {
+	case errs.ClosedBy(ctx):
+		// Close ended the call first: the caller gets ErrClosed, whatever
+		// the call's own end was (the gateway returns ErrClosed for it).
+		return observe.ResultClosed
 	case errors.As(err, &coe):
 		return observe.ResultCircuitOpen
 	case errors.As(err, &ase) && ase.Reason == errs.ReasonStalled:
@@ -187,8 +191,6 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 		return observe.ResultQuotaExhausted
 	case errors.As(err, &gue):
 		return observe.ResultUnavailable
-	case errs.ClosedBy(ctx):
-		return observe.ResultClosed
 	case ctx.Err() != nil:
 		return observe.ResultCanceled
 	}

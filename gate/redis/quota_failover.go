@@ -170,8 +170,8 @@ func (f *QuotaFailover) Admit(ctx context.Context, b gate.ProviderGate, source s
 }
 
 // admitLocal is AdmitBudget from the three fallbacks during a prober's
-// outage, when the quota's fallback can combine them (a memory quota or a
-// FleetQuota): the breaker, the quota and the budget are asked in the
+// outage, when the quota and the breaker both fail open and the quota's
+// fallback can combine them (a memory quota or a FleetQuota): the breaker, the quota and the budget are asked in the
 // order of the Redis script, so a round the budget refuses takes no
 // request of the fallback's RPM. The decision and the permit are marked
 // as the fallbacks' own, as TryEnter and Acquire mark them.
@@ -213,7 +213,7 @@ func (f *QuotaFailover) AdmitBudget(ctx context.Context, b gate.ProviderGate, bu
 	}
 	bf, budgetFailover := budget.(*BudgetFailover)
 	fb, isFailover := b.(*Failover)
-	if f.mode == FailOpen && isFailover && budgetFailover && f.local() && fb.local() && bf.local() {
+	if f.mode == FailOpen && isFailover && fb.mode == FailOpen && budgetFailover && f.local() && fb.local() && bf.local() {
 		return f.admitLocal(ctx, fb, bf, source, estTokens)
 	}
 	if budgetFailover {
