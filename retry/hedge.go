@@ -173,9 +173,11 @@ func (s *Stream) discard() {
 		_ = s.st.Close()
 	}
 	usage := s.Usage()
+	defer func() {
+		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
+		s.cancel()
+	}()
 	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
-	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
-	s.cancel()
 }
 
 // lostTokens is what a lost attempt is charged: what the upstream reported
@@ -224,6 +226,23 @@ type legResult[T any] struct {
 // whose result it returns: t's, or in a race the one that failed last
 // (the others that failed in it were demoted as they failed).
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
+	attempt attempter[T], rep *report, attempts *int, as *attemptState) (v T, class Class, source string, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic on the way — the attempt's, or an observer's as the
+			// attempt starts or ends — keeps nothing of t's admission
+			// (Done acts once: a give-back already made stands).
+			_ = t.Done(ctx, admission.Result{Outcome: gate.Released})
+		}
+	}()
+	v, class, source, err = attemptOrRaceOnce(ctx, l, stall, hc, t, attempt, rep, attempts, as)
+	returned = true
+	return v, class, source, err
+}
+
+// attemptOrRaceOnce is attemptOrRace without its guard against a panic.
+func attemptOrRaceOnce[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
 	attempt attempter[T], rep *report, attempts *int, as *attemptState) (v T, class Class, source string, err error) {
 	if hc == nil {
 		v, class, err = attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
@@ -476,10 +495,12 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 // finishLeg ends a delivered leg that did not hand its admission to a
 // stream: latency, report, give-back, ctx.
 func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admission.Result) {
+	defer func() {
+		_ = r.leg.t.Done(ctx, res)
+		r.leg.cancel()
+	}()
 	l.noteLatency(r.h, r.outcome)
 	r.leg.ar.end(r.outcome, r.err, r.usage)
-	_ = r.leg.t.Done(ctx, res)
-	r.leg.cancel()
 }
 
 // giveBackLost gives back a leg that lost its race: a stream it opened is
@@ -496,9 +517,11 @@ func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 	if !r.h.start.IsZero() && !r.h.first {
 		l.adm.Latency().ObserveBound(r.leg.t.Source, l.clock.Now().Sub(r.h.start))
 	}
+	defer func() {
+		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+		r.leg.cancel()
+	}()
 	r.leg.ar.end(observe.OutcomeHedgeLost, nil, r.usage)
-	_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
-	r.leg.cancel()
 }
 
 // hedgeEvent reports a hedge to the observer, when it wants hedges, and
