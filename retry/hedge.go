@@ -268,6 +268,13 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	var zero T
 	out := make(chan legResult[T], 1+hc.h.max)
 	var legs []*leg
+	var received []legResult[T] // delivered to the race and not handed to the caller
+	ended := false
+	defer func() {
+		if !ended {
+			abandonRace(ctx, legs, received, out)
+		}
+	}()
 	start := func(t *admission.Ticket, hedge bool) {
 		lg := &leg{t: t, hedge: hedge, ar: rep.beginAttempt(t, *attempts)}
 		src := l.sources[t.Source]
@@ -343,6 +350,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		case r := <-out:
 			r.leg.got = true
 			running--
+			received = append(received, r)
 			if r.hasPanic {
 				lose(r.leg)
 				finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released})
@@ -366,16 +374,19 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				} else {
 					finishLeg(ctx, l, r, admission.Result{Outcome: gate.Success, Tokens: settled(r.usage)})
 				}
+				ended = true
 				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
 				lose(r.leg)
 				finishLeg(ctx, l, r, resultOf(r.class))
+				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
 			}
 			finishLeg(ctx, l, r, resultOf(r.class))
 			l.wasted(rep, r.leg, first.Source)
 			if running == 0 {
+				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
 			}
 			// Another attempt still runs: its answer is awaited; the
@@ -387,6 +398,38 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				arm(legs[len(legs)-1].t.Source)
 			}
 		}
+	}
+}
+
+// abandonRace gives back what a race that a panic ends holds (an
+// observer's on a hedge event, an attempt's raised again): every leg still
+// running is cancelled and gives itself back (as does every leg lost
+// before); every leg that delivered is given back here, Released, its stream discarded. Ticket.Done acts once,
+// so a leg given back already is left as it is. Nothing is reported: the
+// panic goes on to the caller.
+func abandonRace[T any](ctx context.Context, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
+	for _, lg := range legs {
+		if lg.state.CompareAndSwap(legRunning, legLost) {
+			lg.cancel()
+			continue
+		}
+		if lg.state.Load() == legDelivered && !lg.got {
+			// Delivered, not yet received: its send does not block (the
+			// channel holds every leg's result).
+			r := <-out
+			r.leg.got = true
+			received = append(received, r)
+		}
+	}
+	for _, r := range received {
+		if r.h.kept {
+			if d, ok := any(r.v).(discarder); ok {
+				d.discard()
+				continue
+			}
+		}
+		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+		r.leg.cancel()
 	}
 }
 
@@ -408,11 +451,19 @@ func (l *Loop) fireHedge(ctx context.Context, rep *report, hc *hedgeCall, primar
 		l.hedgeEvent(rep, observe.HedgeSkippedNoSource, "", primary)
 		return
 	}
+	started := false
+	defer func() {
+		if !started {
+			// A report panicked before the hedge's leg held t.
+			_ = t.Done(ctx, admission.Result{Outcome: gate.Released})
+		}
+	}()
 	hc.fired++
 	*attempts++
-	*running++
 	l.hedgeEvent(rep, observe.HedgeFired, t.Source, primary)
 	start(t, true)
+	started = true
+	*running++
 }
 
 // WaitHedges returns once every hedged attempt of the loop's calls has
