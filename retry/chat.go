@@ -326,9 +326,14 @@ func (s *Stream) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
-	s.rep.end(outcome, err, s.Usage())
-	_ = s.ticket.Done(s.ctx, r)
-	s.cancel()
+	func() {
+		// Given back even when the report panics (an observer's bug).
+		defer func() {
+			_ = s.ticket.Done(s.ctx, r)
+			s.cancel()
+		}()
+		s.rep.end(outcome, err, s.Usage())
+	}()
 	if s.rep != nil {
 		s.rep.r.end(streamResult(s.ctx, outcome), err)
 	}

@@ -173,9 +173,11 @@ func (s *Stream) discard() {
 		_ = s.st.Close()
 	}
 	usage := s.Usage()
+	defer func() {
+		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
+		s.cancel()
+	}()
 	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
-	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
-	s.cancel()
 }
 
 // lostTokens is what a lost attempt is charged: what the upstream reported
@@ -225,6 +227,23 @@ type legResult[T any] struct {
 // (the others that failed in it were demoted as they failed).
 func attemptOrRace[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
 	attempt attempter[T], rep *report, attempts *int, as *attemptState) (v T, class Class, source string, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic on the way — the attempt's, or an observer's as the
+			// attempt starts or ends — keeps nothing of t's admission
+			// (Done acts once: a give-back already made stands).
+			_ = t.Done(ctx, admission.Result{Outcome: gate.Released})
+		}
+	}()
+	v, class, source, err = attemptOrRaceOnce(ctx, l, stall, hc, t, attempt, rep, attempts, as)
+	returned = true
+	return v, class, source, err
+}
+
+// attemptOrRaceOnce is attemptOrRace without its guard against a panic.
+func attemptOrRaceOnce[T any](ctx context.Context, l *Loop, stall *StallClock, hc *hedgeCall, t *admission.Ticket,
+	attempt attempter[T], rep *report, attempts *int, as *attemptState) (v T, class Class, source string, err error) {
 	if hc == nil {
 		v, class, err = attemptOnce(ctx, l, stall, t, attempt, rep.beginAttempt(t, *attempts), as)
 		return v, class, t.Source, err
@@ -249,6 +268,13 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	var zero T
 	out := make(chan legResult[T], 1+hc.h.max)
 	var legs []*leg
+	var received []legResult[T] // delivered to the race and not handed to the caller
+	ended := false
+	defer func() {
+		if !ended {
+			abandonRace(ctx, legs, received, out)
+		}
+	}()
 	start := func(t *admission.Ticket, hedge bool) {
 		lg := &leg{t: t, hedge: hedge, ar: rep.beginAttempt(t, *attempts)}
 		src := l.sources[t.Source]
@@ -324,6 +350,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		case r := <-out:
 			r.leg.got = true
 			running--
+			received = append(received, r)
 			if r.hasPanic {
 				lose(r.leg)
 				finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released})
@@ -347,16 +374,19 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				} else {
 					finishLeg(ctx, l, r, admission.Result{Outcome: gate.Success, Tokens: settled(r.usage)})
 				}
+				ended = true
 				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
 				lose(r.leg)
 				finishLeg(ctx, l, r, resultOf(r.class))
+				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
 			}
 			finishLeg(ctx, l, r, resultOf(r.class))
 			l.wasted(rep, r.leg, first.Source)
 			if running == 0 {
+				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
 			}
 			// Another attempt still runs: its answer is awaited; the
@@ -368,6 +398,38 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				arm(legs[len(legs)-1].t.Source)
 			}
 		}
+	}
+}
+
+// abandonRace gives back what a race that a panic ends holds (an
+// observer's on a hedge event, an attempt's raised again): every leg still
+// running is cancelled and gives itself back (as does every leg lost
+// before); every leg that delivered is given back here, Released, its stream discarded. Ticket.Done acts once,
+// so a leg given back already is left as it is. Nothing is reported: the
+// panic goes on to the caller.
+func abandonRace[T any](ctx context.Context, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
+	for _, lg := range legs {
+		if lg.state.CompareAndSwap(legRunning, legLost) {
+			lg.cancel()
+			continue
+		}
+		if lg.state.Load() == legDelivered && !lg.got {
+			// Delivered, not yet received: its send does not block (the
+			// channel holds every leg's result).
+			r := <-out
+			r.leg.got = true
+			received = append(received, r)
+		}
+	}
+	for _, r := range received {
+		if r.h.kept {
+			if d, ok := any(r.v).(discarder); ok {
+				d.discard()
+				continue
+			}
+		}
+		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+		r.leg.cancel()
 	}
 }
 
@@ -389,11 +451,19 @@ func (l *Loop) fireHedge(ctx context.Context, rep *report, hc *hedgeCall, primar
 		l.hedgeEvent(rep, observe.HedgeSkippedNoSource, "", primary)
 		return
 	}
+	started := false
+	defer func() {
+		if !started {
+			// A report panicked before the hedge's leg held t.
+			_ = t.Done(ctx, admission.Result{Outcome: gate.Released})
+		}
+	}()
 	hc.fired++
 	*attempts++
-	*running++
 	l.hedgeEvent(rep, observe.HedgeFired, t.Source, primary)
 	start(t, true)
+	started = true
+	*running++
 }
 
 // WaitHedges returns once every hedged attempt of the loop's calls has
@@ -476,10 +546,12 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 // finishLeg ends a delivered leg that did not hand its admission to a
 // stream: latency, report, give-back, ctx.
 func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admission.Result) {
+	defer func() {
+		_ = r.leg.t.Done(ctx, res)
+		r.leg.cancel()
+	}()
 	l.noteLatency(r.h, r.outcome)
 	r.leg.ar.end(r.outcome, r.err, r.usage)
-	_ = r.leg.t.Done(ctx, res)
-	r.leg.cancel()
 }
 
 // giveBackLost gives back a leg that lost its race: a stream it opened is
@@ -496,9 +568,11 @@ func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 	if !r.h.start.IsZero() && !r.h.first {
 		l.adm.Latency().ObserveBound(r.leg.t.Source, l.clock.Now().Sub(r.h.start))
 	}
+	defer func() {
+		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+		r.leg.cancel()
+	}()
 	r.leg.ar.end(observe.OutcomeHedgeLost, nil, r.usage)
-	_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
-	r.leg.cancel()
 }
 
 // hedgeEvent reports a hedge to the observer, when it wants hedges, and

@@ -162,6 +162,7 @@ type hedgeEnv struct {
 	mu      sync.Mutex
 	events  []observe.Hedge
 	records []observe.AttemptRecord
+	panicOn atomic.Value // string: the hedge event the observer panics on, once
 }
 
 func newHedgeEnv(t *testing.T, scope func(*config.ScopeSettings)) *hedgeEnv {
@@ -186,7 +187,14 @@ func newHedgeEnv(t *testing.T, scope func(*config.ScopeSettings)) *hedgeEnv {
 		Scope: sc, Breaker: b, Quota: e.settles, Pacer: e.pacer, Clock: clk, Sleep: sleeper.sleep,
 		Rand: func() float64 { return 0 }, Logger: slog.New(slog.DiscardHandler), HedgeTimer: e.timer.timer,
 		Observer: observe.Funcs{
-			Hedge: func(h observe.Hedge) { e.mu.Lock(); e.events = append(e.events, h); e.mu.Unlock() },
+			Hedge: func(h observe.Hedge) {
+				if ev, _ := e.panicOn.Load().(string); ev != "" && ev == h.Event && e.panicOn.CompareAndSwap(ev, "") {
+					panic("observer bug")
+				}
+				e.mu.Lock()
+				e.events = append(e.events, h)
+				e.mu.Unlock()
+			},
 			Attempt: func(r observe.AttemptRecord) {
 				e.mu.Lock()
 				e.records = append(e.records, r)

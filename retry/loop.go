@@ -434,6 +434,14 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	defer func() {
 		end := l.nowAfter(now)
 		stall.endAt(end)
+		if !h.kept {
+			// Last, and whatever a report below does: an observer that
+			// panics keeps nothing of the admission.
+			defer func() {
+				ac.Stop()
+				_ = t.Done(ctx, res)
+			}()
+		}
 		heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
 		if h.kept {
 			// The stream reports its attempt, and the call, when it ends.
@@ -445,7 +453,6 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		ac.Stop()
 		l.noteLatencyAt(h, outcome, end)
 		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
-		_ = t.Done(ctx, res)
 	}()
 	v, usage, err = attempt.attempt(actx, src, h)
 	outcome = observe.OutcomeSuccess

@@ -341,9 +341,14 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 		return
 	}
 	usage := s.Usage()
-	s.rep.end(outcome, err, usage)
-	_ = s.ticket.Done(s.ctx, r)
-	s.cancel()
+	func() {
+		// Given back even when the report panics (an observer's bug).
+		defer func() {
+			_ = s.ticket.Done(s.ctx, r)
+			s.cancel()
+		}()
+		s.rep.end(outcome, err, usage)
+	}()
 	if s.rep != nil {
 		s.rep.r.end(streamResult(s.ctx, outcome), err)
 	}
@@ -364,9 +369,11 @@ func (s *ItemStream[T]) discard() {
 	}
 	_ = s.closeItems()
 	usage := s.Usage()
+	defer func() {
+		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
+		s.cancel()
+	}()
 	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
-	_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
-	s.cancel()
 }
 
 // closeItems closes the inner stream once.

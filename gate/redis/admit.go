@@ -119,6 +119,7 @@ func (q *Quota) admit(ctx context.Context, rb *Breaker, withBudget bool, source 
 	args = append(args, max(estTokens, 0), id)
 	var v [10]int64
 	if err := ints(runArgs(ctx, q.c, scriptAdmitSrc, args), v[:]); err != nil {
+		q.forgetLease(ctx, source, id)
 		if _, bad := err.(*replyShapeError); bad {
 			return d, p, qd, true, fmt.Errorf("pgw/gate/redis: Admit %q: %w", source, err)
 		}

@@ -163,6 +163,7 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 	args = append(args, s.maxInFlight, q.leaseArg, strconv.FormatInt(estTokens, 10), id)
 	v, err := runScript(ctx, q.c, scriptQuotaAcquire, s.keys, args...).Int64Slice()
 	if err != nil {
+		q.forgetLease(ctx, source, id)
 		return gate.Permit{}, gate.QuotaDecision{}, wrapErr(ctx, "Acquire", source, err)
 	}
 	if len(v) != 3 {
@@ -176,6 +177,27 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 		return gate.Permit{}, gate.QuotaDecision{}, err
 	}
 	return gate.Permit{}, gate.QuotaDecision{RetryAfter: micros(v[1]), Limit: limit}, nil
+}
+
+// forgetTimeout bounds the release forgetLease sends.
+const forgetTimeout = time.Second
+
+// forgetLease frees, off the caller's path, the in-flight lease id that a
+// script whose round trip the caller gave up on may have taken: the script
+// may have run with only its reply lost, and its lease would hold the
+// source's slot, fleet-wide, until the lease expires (DefaultLease). The
+// release is a no-op when the script never ran. Only a round trip that
+// ended with the caller's ctx is followed up: after an outage the release
+// would fail too, and the lease expires by itself.
+func (q *Quota) forgetLease(ctx context.Context, source, id string) {
+	if id == "" || ctx.Err() == nil {
+		return
+	}
+	go func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
+		defer cancel()
+		_ = q.Release(rctx, gate.Permit{Source: source, ID: id})
+	}()
 }
 
 // Settle corrects p's source's token account by actualTokens − p.Tokens: one
