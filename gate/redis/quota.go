@@ -46,6 +46,9 @@ type Quota struct {
 	lease    time.Duration
 	leaseArg string                  // lease in µs, as quota_acquire.lua's ARGV[8]
 	sources  map[string]*quotaSource // read-only after NewQuota
+	// forgetting counts the lease releases forgetLease has in flight, at
+	// most maxForgetting.
+	forgetting atomic.Int32
 }
 
 var (
@@ -179,8 +182,14 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 	return gate.Permit{}, gate.QuotaDecision{RetryAfter: micros(v[1]), Limit: limit}, nil
 }
 
-// forgetTimeout bounds the release forgetLease sends.
-const forgetTimeout = time.Second
+// forgetTimeout bounds the release forgetLease sends; maxForgetting bounds
+// how many run at once, so that a burst of callers giving up on a slow Redis
+// starts no more than that many goroutines (a lease not released for want
+// of room expires by itself).
+const (
+	forgetTimeout = time.Second
+	maxForgetting = 32
+)
 
 // forgetLease frees, off the caller's path, the in-flight lease id that a
 // script whose round trip the caller gave up on may have taken: the script
@@ -193,7 +202,12 @@ func (q *Quota) forgetLease(ctx context.Context, source, id string) {
 	if id == "" || ctx.Err() == nil {
 		return
 	}
+	if q.forgetting.Add(1) > maxForgetting {
+		q.forgetting.Add(-1)
+		return
+	}
 	go func() {
+		defer q.forgetting.Add(-1)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
 		defer cancel()
 		_ = q.Release(rctx, gate.Permit{Source: source, ID: id})
