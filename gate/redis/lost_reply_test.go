@@ -17,7 +17,8 @@ import (
 
 // giveUpHook lets the next script run on the server, then reports the
 // caller's ctx as ended, as when the caller gives up while the reply is on
-// the way; it signals each script that follows once it has run.
+// the way; it signals each script that follows once it has run (not one
+// the server answered NOSCRIPT, which is sent again whole).
 type giveUpHook struct {
 	cancel context.CancelFunc
 	armed  chan struct{} // one token: the next script is given up on
@@ -47,11 +48,16 @@ func (h *giveUpHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 		default:
 		}
 		err := next(ctx, cmd)
+		if err != nil {
+			// Not run either (a NOSCRIPT before the script is sent whole):
+			// the same release follows.
+			return err
+		}
 		select {
 		case h.ran <- cmd.String():
 		default:
 		}
-		return err
+		return nil
 	}
 }
 
