@@ -1,7 +1,6 @@
 package redis_test
 
 import (
-	"log/slog"
 	"testing"
 	"time"
 
@@ -9,9 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/gate"
-	"github.com/pgw-go/pgw/gate/memory"
 	"github.com/pgw-go/pgw/gate/redis"
-	"github.com/pgw-go/pgw/internal/testutil"
 )
 
 // During an outage the admission is served by the local fallbacks; a round
@@ -20,35 +17,13 @@ import (
 // back). The test admits as admission.Pick does: AdmitBudget, and when it
 // steps aside Acquire then Take.
 func TestOutageFallbackSpendsNoRPMOnASpentBudget(t *testing.T) {
-	srv := testutil.StartRedis(t)
-	px := testutil.StartProxy(t, srv.Addr)
-	c := proxiedClient(t, px.Addr())
-	prefix := "budget" + uniqueScope()
-	pr := newTestProber(t, c, prefix, &logSink{})
-	scope := uniqueScope()
 	const rpm = 3
 	limits := map[string]gate.Limits{"s": {RPM: rpm}}
-	rb, err := redis.NewBreaker(c, scope, gate.Policy{}, redis.WithPrefix(prefix))
+	r := newOutageRig(t, "budget", limits)
+	fq, err := redis.NewFleetQuota(limits, r.pr)
 	require.NoError(t, err)
-	rq, err := redis.NewQuota(c, scope, limits, redis.WithPrefix(prefix))
-	require.NoError(t, err)
-	rg, err := redis.NewBudget(c, scope, redis.WithPrefix(prefix))
-	require.NoError(t, err)
-	mb, err := memory.NewBreaker(gate.Policy{})
-	require.NoError(t, err)
-	fq, err := redis.NewFleetQuota(limits, pr)
-	require.NoError(t, err)
-	quiet := slog.New(&logSink{})
-	b, err := redis.NewFailover(rb, mb, redis.FailOpen, quiet, redis.WithProber(pr))
-	require.NoError(t, err)
-	q, err := redis.NewQuotaFailover(rq, fq, redis.FailOpen, quiet, redis.WithProber(pr))
-	require.NoError(t, err)
-	bg, err := redis.NewBudgetFailover(rg, memory.NewBudget(), quiet, redis.WithProber(pr))
-	require.NoError(t, err)
+	b, q, bg := r.blackholed(t, redis.FailOpen, fq)
 	ctx := t.Context()
-
-	px.SetMode(testutil.ProxyBlackhole)
-	require.True(t, waitFor(5*time.Second, pr.Down), "the prober must see the black hole")
 	// The last answer said nothing is left for a minute.
 	require.NoError(t, bg.Refresh(ctx, "s", gate.Advertised{
 		Requests: gate.AdvertisedWindow{Limit: 60, Remaining: 0, Reset: time.Minute}, Tokens: gate.UnknownWindow}))

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/gate"
-	"github.com/pgw-go/pgw/gate/memory"
 	"github.com/pgw-go/pgw/gate/redis"
 	"github.com/pgw-go/pgw/internal/testutil"
 )
@@ -21,19 +20,9 @@ import (
 // the local in-flight slot is never freed and Redis's token account is
 // corrected for a reservation it never made.
 func TestConcludeSendsAFleetPermitBackToTheFleetShare(t *testing.T) {
-	srv := testutil.StartRedis(t)
-	px := testutil.StartProxy(t, srv.Addr)
-	c := proxiedClient(t, px.Addr())
-	prefix := "mixed" + uniqueScope()
-	pr := newTestProber(t, c, prefix, &logSink{})
-	scope := uniqueScope()
 	limits := map[string]gate.Limits{"s": {MaxInFlight: 2, TPM: 1000}}
-	rb, err := redis.NewBreaker(c, scope, gate.Policy{}, redis.WithPrefix(prefix))
-	require.NoError(t, err)
-	rq, err := redis.NewQuota(c, scope, limits, redis.WithPrefix(prefix))
-	require.NoError(t, err)
-	mb, err := memory.NewBreaker(gate.Policy{})
-	require.NoError(t, err)
+	r := newOutageRig(t, "mixed", limits)
+	px, pr, rb, rq, mb := r.px, r.pr, r.rb, r.rq, r.mb
 	fq, err := redis.NewFleetQuota(limits, pr)
 	require.NoError(t, err)
 	b, err := redis.NewFailover(rb, mb, redis.FailOpen, slog.New(&logSink{}), redis.WithProber(pr))

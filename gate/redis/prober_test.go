@@ -49,6 +49,58 @@ func newTestProber(t *testing.T, c goredis.UniversalClient, prefix string, logs 
 	return pr
 }
 
+// outageRig is a source's Redis gates behind a proxy the test can black-hole,
+// with the prober that judges the outage and the memory breaker every
+// failover falls back to: what the outage tests build before choosing their
+// failovers' modes and quota fallbacks.
+type outageRig struct {
+	px     *testutil.Proxy
+	pr     *redis.Prober
+	scope  string
+	rb     *redis.Breaker
+	rq     *redis.Quota
+	rg     *redis.Budget
+	mb     *memory.Breaker
+	prefix string
+}
+
+// newOutageRig builds an outageRig whose keys start with name, the quota
+// holding limits.
+func newOutageRig(t *testing.T, name string, limits map[string]gate.Limits) outageRig {
+	t.Helper()
+	srv := testutil.StartRedis(t)
+	r := outageRig{px: testutil.StartProxy(t, srv.Addr), prefix: name + uniqueScope(), scope: uniqueScope()}
+	c := proxiedClient(t, r.px.Addr())
+	r.pr = newTestProber(t, c, r.prefix, &logSink{})
+	var err error
+	r.rb, err = redis.NewBreaker(c, r.scope, gate.Policy{}, redis.WithPrefix(r.prefix))
+	require.NoError(t, err)
+	r.rq, err = redis.NewQuota(c, r.scope, limits, redis.WithPrefix(r.prefix))
+	require.NoError(t, err)
+	r.rg, err = redis.NewBudget(c, r.scope, redis.WithPrefix(r.prefix))
+	require.NoError(t, err)
+	r.mb, err = memory.NewBreaker(gate.Policy{})
+	require.NoError(t, err)
+	return r
+}
+
+// blackholed builds the failovers over r's gates — the breaker's in
+// breakerMode, the quota's fail_open over quotaFallback, the budget's over a
+// memory budget — then black-holes Redis and waits for the prober to see it.
+func (r outageRig) blackholed(t *testing.T, breakerMode redis.Mode, quotaFallback gate.QuotaGate) (*redis.Failover, *redis.QuotaFailover, *redis.BudgetFailover) {
+	t.Helper()
+	quiet := slog.New(&logSink{})
+	b, err := redis.NewFailover(r.rb, r.mb, breakerMode, quiet, redis.WithProber(r.pr))
+	require.NoError(t, err)
+	q, err := redis.NewQuotaFailover(r.rq, quotaFallback, redis.FailOpen, quiet, redis.WithProber(r.pr))
+	require.NoError(t, err)
+	bg, err := redis.NewBudgetFailover(r.rg, memory.NewBudget(), quiet, redis.WithProber(r.pr))
+	require.NoError(t, err)
+	r.px.SetMode(testutil.ProxyBlackhole)
+	require.True(t, waitFor(5*time.Second, r.pr.Down), "the prober must see the black hole")
+	return b, q, bg
+}
+
 // waitFor polls cond every 5ms for at most limit and reports whether it
 // became true.
 func waitFor(limit time.Duration, cond func() bool) bool {
