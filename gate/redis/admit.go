@@ -12,7 +12,7 @@ import (
 // whatever its fast path does not decide, the budget's rules in a function
 // that defines them only when a budget is asked.
 var (
-	scriptAdmitSrc = lua("clock.lua", "quota_common.lua") +
+	scriptAdmitSrc = lua("clock.lua", "fast.lua", "quota_common.lua") +
 		"local function budget_lib()\n" + mustRead("lua/budget_common.lua") +
 		"\nreturn { load = budget_load, check = budget_check, take = budget_take }\nend\n" +
 		body("try_enter_body", "common.lua", "try_enter.lua") + mustRead("lua/admit.lua")

@@ -14,7 +14,7 @@ import (
 // Record's prelude and body wrapped in a function for whatever its fast
 // path does not decide, after the quota's prelude.
 var (
-	scriptConcludeSrc = lua("clock.lua", "quota_common.lua") +
+	scriptConcludeSrc = lua("clock.lua", "fast.lua", "quota_common.lua") +
 		body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude.lua")
 	scriptConclude = newLua(scriptConcludeSrc)
 )

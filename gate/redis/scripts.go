@@ -18,15 +18,28 @@ var luaFiles embed.FS
 // EVALSHA. go-redis runs them with EVALSHA and falls back to EVAL on
 // NOSCRIPT (a flushed or restarted server, a cluster node that never saw the
 // script).
+//
+// TryEnter and Record, which run on every call, start with their fast path
+// (lua/fast.lua) and wrap the state machine in a function that runs only
+// when the fast path cannot decide (fastScript).
 var (
-	scriptTryEnter   = newScript("try_enter.lua")
-	scriptRecord     = newScript("record.lua")
+	scriptTryEnter   = fastScript("try_enter")
+	scriptRecord     = fastScript("record")
 	scriptSnapshot   = newScript("snapshot.lua")
 	scriptRetryAfter = newScript("retry_after.lua")
 )
 
 func newScript(body string) *script {
 	return newLua(lua("clock.lua", "common.lua", body))
+}
+
+// fastScript is the operation op (lua/<op>.lua) behind its fast path:
+// <op>_fast (lua/fast.lua) decides the common case from one read, and only
+// what it leaves undecided pays for the state machine's definitions and
+// runs <op>.lua as the function <op>_body.
+func fastScript(op string) *script {
+	return newLua(lua("clock.lua", "fast.lua") + body(op+"_body", "common.lua", op+".lua") +
+		"return " + op + "_fast(KEYS, ARGV) or " + op + "_body(KEYS, ARGV)\n")
 }
 
 // script is a gate script with its source, which the EVAL after a NOSCRIPT

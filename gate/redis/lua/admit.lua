@@ -1,6 +1,6 @@
 -- admit.lua: TryEnter and, when it allows, quota Acquire and (with a fifth
 -- key) the advertised budget's take, all or nothing, in one script. The Go
--- side loads clock.lua and quota_common.lua, then budget_common.lua as the
+-- side loads clock.lua, fast.lua and quota_common.lua, then budget_common.lua as the
 -- function budget_lib() (defined only when a budget is asked), then
 -- common.lua with try_enter.lua's body as the function try_enter_body(KEYS,
 -- ARGV) (run only off the fast path below), then this file.
@@ -16,21 +16,10 @@
 -- advertised requests, 5 advertised tokens when the budget rejected (all 0
 -- when the breaker rejected: nothing else was asked).
 --
--- The fast path: a Closed record whose TTL needs no refresh (or no record
--- at all) admits without a write, so it is decided from four fields here,
--- without running the state machine (whose definitions alone cost more
--- than the decision). Anything else goes to try_enter_body, which reads
--- the record again and decides as try_enter.lua does.
-local d
-do
-  local rec = redis.call('HMGET', KEYS[1], 'st', 'gen', 'fo', 'x')
-  local st, gen, fo, x = tonumber(rec[1]) or 0, tonumber(rec[2]) or 0, tonumber(rec[3]) or 0, tonumber(rec[4])
-  if st == 0 and (fo == 2 or (x and x - now_us() >= tonumber(ARGV[1]) * 500) or not (rec[1] or rec[2] or rec[3] or x)) then
-    d = { 1, 0, 0, 0, gen, gen, fo }
-  else
-    d = try_enter_body(KEYS, ARGV)
-  end
-end
+-- The fast path (fast.lua) decides a Closed record without the state
+-- machine; anything else goes to try_enter_body, which reads the record
+-- again and decides as try_enter.lua does.
+local d = try_enter_fast(KEYS, ARGV) or try_enter_body(KEYS, ARGV)
 if d[1] == 0 then
   return { d[1], d[2], d[3], d[4], d[5], d[6], d[7], 0, 0, 0 }
 end
