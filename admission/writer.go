@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ const (
 	DefaultWriterWorkers = 8
 	// DefaultWriterTimeout is WriterConfig.Timeout's default.
 	DefaultWriterTimeout = time.Second
+	// DefaultWriterLinger is WriterConfig.Linger's default.
+	DefaultWriterLinger = time.Millisecond
 )
 
 // ErrWriterFull is wrapped by the error Ticket.Done returns when its
@@ -39,6 +42,18 @@ type WriterConfig struct {
 	// Timeout bounds each write: one worker round's outcomes of a scope,
 	// written together (default 1 s).
 	Timeout time.Duration
+	// Linger is how long a round may wait, once it holds an outcome, for
+	// more to write with it in the same round trip: below Timeout (default
+	// 1 ms, or a quarter of Timeout when that is less; negative: never
+	// wait). Only a round of outcomes that cannot move a breaker
+	// waits: an outcome that can (a probe's, a Failure, a Fatal) is written
+	// at once, with whatever the round holds, and so is everything once
+	// Close begins. Waiting turns a steady trickle of outcomes, each of
+	// which would cost its own round trip, into one pipeline per Linger,
+	// and leaves the store's single thread free for the admissions callers
+	// wait for; it delays the release of an in-flight slot, and what other
+	// processes see of a Closed source's counts, by at most Linger.
+	Linger time.Duration
 	// Logger receives failed writes and drops, each kind at most once a
 	// second (default slog.Default()).
 	Logger *slog.Logger
@@ -68,11 +83,16 @@ type WriterStats struct {
 // Outcomes wait in a bounded queue and a fixed set of workers writes them,
 // each write bounded by WriterConfig.Timeout, so a slow or silent store costs
 // queue space, not callers' time, and no goroutine is started per call. A
-// worker takes what is queued (up to 128 outcomes) and writes each scope's
-// share as one batch: when the scope's quota gate is a gate.Concluder (both
+// worker takes what is queued (a round, up to 128 outcomes) and writes each
+// scope's share as one batch: when the scope's quota gate is a gate.Concluder (both
 // backends are), each outcome is one operation — on Redis one script doing
 // the breaker Record and the quota Finish in the source's slot — and the
 // batch one pipeline, one round trip.
+//
+// A round that holds only outcomes which cannot move a breaker may wait
+// WriterConfig.Linger (1 ms) for more before it is written, so that outcomes
+// arriving one by one still share round trips; an outcome that can move a
+// breaker, a full round's worth queued, or Close ends the wait at once.
 //
 // A full queue drops the outcome (WriterStats.Dropped, and a log line at
 // most once a second) instead of making the caller wait: a dropped or failed
@@ -96,6 +116,14 @@ type WriterStats struct {
 type Writer struct {
 	q       chan pending
 	timeout time.Duration
+	linger  time.Duration
+	// gather is held by the worker taking a round from q, so that one
+	// round lingers at a time and the others do not split its outcomes
+	// between them.
+	gather  sync.Mutex
+	wake    chan struct{} // (1) a lingering round should end: see round
+	held    atomic.Int32  // outcomes the lingering round holds (0: none lingers)
+	closing chan struct{} // closed by Close
 	log     *slog.Logger
 	base    context.Context // cancelled when Close gives up waiting
 	abandon context.CancelFunc
@@ -113,6 +141,9 @@ type pending struct {
 	t   *Ticket
 	r   Result
 	ctx context.Context // the caller's, without its cancellation: values only
+	// urgent: the outcome may move the breaker, and the admission asks
+	// about its source again only once it is written: no round waits.
+	urgent bool
 }
 
 // NewWriter validates cfg and starts the writer's workers. Close it when
@@ -128,6 +159,9 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	if cfg.Timeout < 0 {
 		bad = append(bad, fmt.Sprintf("Timeout=%v (legal: > 0, or 0 for %v)", cfg.Timeout, DefaultWriterTimeout))
 	}
+	if timeout := cmp.Or(cfg.Timeout, DefaultWriterTimeout); timeout > 0 && cfg.Linger >= timeout {
+		bad = append(bad, fmt.Sprintf("Linger=%v (legal: below Timeout (%v), 0 for %v, or negative for none)", cfg.Linger, timeout, DefaultWriterLinger))
+	}
 	if len(bad) > 0 {
 		return nil, &ConfigError{Problems: []string{"writer: " + strings.Join(bad, "; ")}}
 	}
@@ -140,10 +174,19 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultWriterTimeout
 	}
+	switch {
+	case cfg.Linger == 0:
+		cfg.Linger = min(DefaultWriterLinger, cfg.Timeout/4)
+	case cfg.Linger < 0:
+		cfg.Linger = 0
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &Writer{q: make(chan pending, cfg.Queue), timeout: cfg.Timeout, log: cfg.Logger}
+	w := &Writer{
+		q: make(chan pending, cfg.Queue), timeout: cfg.Timeout, linger: cfg.Linger, log: cfg.Logger,
+		wake: make(chan struct{}, 1), closing: make(chan struct{}),
+	}
 	w.base, w.abandon = context.WithCancel(context.Background())
 	w.wg.Add(cfg.Workers)
 	for range cfg.Workers {
@@ -168,16 +211,24 @@ func (w *Writer) Stats() WriterStats {
 // put queues t's outcome, or reports false when the queue is full or the
 // writer closed (the outcome is counted as dropped).
 func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
+	// Read before the send: once queued, t is the writer's.
+	urgent := t.ordered
 	w.mu.RLock()
 	ok := false
 	if !w.closed {
 		select {
-		case w.q <- pending{t: t, r: r, ctx: ctx}:
+		case w.q <- pending{t: t, r: r, ctx: ctx, urgent: urgent}:
 			ok = true
 		default:
 		}
 	}
 	w.mu.RUnlock()
+	if ok && (urgent || len(w.q)+int(w.held.Load()) >= maxBatch) {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
 	if !ok {
 		w.dropped.Add(1)
 		if w.rateOK(&w.lastDropLog) {
@@ -199,27 +250,26 @@ func (w *Writer) rateOK(last *atomic.Int64) bool {
 // maxBatch bounds how many queued outcomes one worker writes in one round.
 const maxBatch = 128
 
-// work writes outcomes in rounds: it waits for one, takes whatever else is
-// queued (up to maxBatch), and writes the round's outcomes of each scope as
-// one batch — on Redis one script per outcome, all in one pipeline — bounded
-// by the write timeout.
+// work writes outcomes in rounds (round), and the round's outcomes of each
+// scope as one batch — on Redis one script per outcome, all in one
+// pipeline — bounded by the write timeout.
 func (w *Writer) work() {
 	defer w.wg.Done()
 	batch := make([]pending, 0, maxBatch)
 	var cs []gate.Conclusion
-	for p := range w.q {
-		batch = append(batch[:0], p)
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case p, ok := <-w.q:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, p)
-			default:
-				break fill
+	var timer *time.Timer
+	if w.linger > 0 {
+		timer = time.NewTimer(w.linger)
+		timer.Stop()
+	}
+	for {
+		var open bool
+		batch, open = w.round(batch[:0], timer)
+		if len(batch) == 0 {
+			if !open {
+				return
 			}
+			continue
 		}
 		if w.base.Err() != nil {
 			for _, p := range batch {
@@ -245,6 +295,73 @@ func (w *Writer) work() {
 			batch = append(batch[:0], rest...)
 		}
 	}
+}
+
+// round takes the next round of outcomes into batch: it waits for one and
+// takes whatever else is queued (up to maxBatch); while the round holds only
+// outcomes that cannot move a breaker, it then sleeps up to the linger
+// (timer) and takes what came meanwhile. The sleep is not woken by each
+// outcome put — that would cost a goroutine switch per outcome, the very
+// work lingering saves — only by an urgent one, a full round's worth
+// queued, or Close (w.wake, w.closing). It reports false once the queue is
+// closed; a round taken then is still returned, to be written.
+func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
+	w.gather.Lock()
+	defer w.gather.Unlock()
+	p, ok := <-w.q
+	if !ok {
+		return batch, false
+	}
+	// A wake left from an earlier round is stale: the outcome it was for
+	// has been taken. Dropped before taking what is queued, so a wake sent
+	// after that is kept.
+	select {
+	case <-w.wake:
+	default:
+	}
+	batch = append(batch, p)
+	batch, urgent, open := w.take(batch, p.urgent)
+	if urgent || !open || timer == nil || len(batch) == maxBatch {
+		return batch, open
+	}
+	// Outcomes put from now on see what the round holds and wake it once
+	// a full round's worth is there; those put before were not told, so
+	// the queue is looked at again first.
+	w.held.Store(int32(len(batch)))
+	defer w.held.Store(0)
+	if len(w.q)+len(batch) >= maxBatch {
+		batch, _, open = w.take(batch, false)
+		return batch, open
+	}
+	timer.Reset(w.linger)
+	select {
+	case <-timer.C:
+	case <-w.wake:
+		timer.Stop()
+	case <-w.closing:
+		timer.Stop()
+	}
+	batch, _, open = w.take(batch, false)
+	return batch, open
+}
+
+// take adds to batch what is queued, without waiting, up to maxBatch. It
+// reports whether the round now holds an urgent outcome (given urgent: it
+// held one before) and false once the queue is closed.
+func (w *Writer) take(batch []pending, urgent bool) ([]pending, bool, bool) {
+	for len(batch) < maxBatch {
+		select {
+		case p, ok := <-w.q:
+			if !ok {
+				return batch, urgent, false
+			}
+			batch = append(batch, p)
+			urgent = urgent || p.urgent
+		default:
+			return batch, urgent, true
+		}
+	}
+	return batch, urgent, true
 }
 
 // write gives back one scope's outcomes: in one Conclude when the scope's
@@ -350,6 +467,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	if !w.closed {
 		w.closed = true
 		close(w.q)
+		close(w.closing)
 	}
 	w.mu.Unlock()
 	done := make(chan struct{})

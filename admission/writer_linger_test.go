@@ -1,0 +1,161 @@
+package admission_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+)
+
+// lingerFixture is an admission of one source whose quota counts the
+// writer's batches, behind a writer with the linger given and 8 workers.
+func lingerFixture(t *testing.T, linger time.Duration) (*admission.SourceAdmission, *batchQuota, *admission.Writer) {
+	t.Helper()
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1000}})
+	require.NoError(t, err)
+	q := &batchQuota{Quota: mq, hold: make(chan struct{})}
+	close(q.hold)
+	w, err := admission.NewWriter(admission.WriterConfig{Linger: linger, Timeout: 2 * time.Minute, Queue: 1024})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}},
+		Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	return adm, q, w
+}
+
+func give(t *testing.T, adm *admission.SourceAdmission, o gate.Outcome) {
+	t.Helper()
+	tk, _, err := adm.Pick(context.Background(), nil, 1)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: o, Tokens: -1}))
+}
+
+func (q *batchQuota) batches() []int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]int(nil), q.sizes...)
+}
+
+// Outcomes that come one at a time, none of which can move the breaker,
+// wait for the linger and go in one round trip: with a linger of a minute
+// nothing is written until Close, which ends the wait at once and writes
+// them all as one batch — not one per worker, though 8 are idle.
+func TestWriterLingerWritesATrickleAsOneBatch(t *testing.T) {
+	adm, q, w := lingerFixture(t, time.Minute)
+	const n = 20
+	for i := range n {
+		o := gate.Success
+		if i%2 == 1 {
+			o = gate.Released
+		}
+		give(t, adm, o)
+	}
+	require.Zero(t, w.Stats().Written, "the round is still lingering")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Close(ctx), "Close ends the linger instead of waiting it out")
+	require.Equal(t, []int{n}, q.batches())
+	require.Equal(t, admission.WriterStats{Written: n}, w.Stats())
+	require.Zero(t, q.InFlight("s1"))
+}
+
+// An outcome that can move the breaker — a Failure, a Fatal, a probe's — is
+// never held back: it ends the lingering round, and the outcomes waiting
+// in it are written with it.
+func TestWriterUrgentOutcomeEndsTheLinger(t *testing.T) {
+	for _, o := range []gate.Outcome{gate.Failure, gate.Fatal} {
+		t.Run(o.String(), func(t *testing.T) {
+			adm, q, w := lingerFixture(t, time.Minute)
+			give(t, adm, gate.Success)
+			// A round has taken it and lingers; the next ones wait in the
+			// queue or join the round.
+			eventually(t, "a round took the first", func() bool { return w.Stats().Queued == 0 })
+			for range 4 {
+				give(t, adm, gate.Success)
+			}
+			require.Zero(t, w.Stats().Written)
+			give(t, adm, o)
+			eventually(t, "all six written before the linger's end", func() bool { return w.Stats().Written == 6 })
+			total := 0
+			for _, s := range q.batches() {
+				total += s
+			}
+			require.Equal(t, 6, total)
+		})
+	}
+}
+
+// A full round's worth of outcomes (128) queued ends the linger too: under
+// load the writer never waits.
+func TestWriterFullRoundEndsTheLinger(t *testing.T) {
+	adm, q, w := lingerFixture(t, time.Minute)
+	for range 200 {
+		give(t, adm, gate.Success)
+	}
+	eventually(t, "a full round written before the linger's end", func() bool { return w.Stats().Written >= 128 })
+	require.Equal(t, 128, q.batches()[0], "the first round was full")
+}
+
+// A negative linger writes each round as soon as it holds an outcome.
+func TestWriterWithoutLingerWritesAtOnce(t *testing.T) {
+	adm, _, w := lingerFixture(t, -1)
+	give(t, adm, gate.Success)
+	eventually(t, "written without Close", func() bool { return w.Stats().Written == 1 })
+}
+
+func TestNewWriterRejectsALingerNotBelowTheTimeout(t *testing.T) {
+	for _, cfg := range []admission.WriterConfig{
+		{Linger: time.Second, Timeout: time.Second},
+		{Linger: 2 * time.Second}, // the default Timeout is 1 s
+	} {
+		_, err := admission.NewWriter(cfg)
+		var ce *admission.ConfigError
+		require.True(t, errors.As(err, &ce), "%+v: %v", cfg, err)
+		require.Contains(t, err.Error(), "Linger=")
+		require.Contains(t, err.Error(), "below Timeout")
+	}
+	w, err := admission.NewWriter(admission.WriterConfig{Timeout: time.Millisecond})
+	require.NoError(t, err, "the default linger shrinks to fit a short Timeout")
+	require.NoError(t, w.Close(context.Background()))
+}
+
+// A probe's outcome, even a Success, is written without lingering, and
+// ends a round that was lingering already: the next Pick waits for it, so a
+// lingering round would hold that caller for the whole linger.
+func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
+	f := newFixture(t, withWriter(w))
+	// A round lingers with an earlier call's Success.
+	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	eventually(t, "a round took it", func() bool { return w.Stats().Queued == 0 })
+	require.Zero(t, w.Stats().Written)
+
+	f.open(t, "s1")
+	f.clk.Advance(cooldown)
+	probe, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.True(t, probe.Decision.Probe)
+	require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tk, _, err = f.adm.Pick(ctx, nil, 10)
+	require.NoError(t, err, "the next Pick waited for a lingering round")
+	require.NotNil(t, tk)
+	require.Equal(t, gate.Closed, tk.Decision.State, "the probe's Success closed the breaker")
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+}
