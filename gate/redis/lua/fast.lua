@@ -27,21 +27,27 @@ local function try_enter_fast(keys, argv)
   return nil
 end
 
+-- RECORD_FAST_FIELDS are what record_fast reads of the record.
+local RECORD_FAST_FIELDS = { 'st', 'gen', 'fo', 'x', 'cf' }
+
 -- record_fast is Record's reply for a Success or Released of the current
 -- Closed generation's admission (not a probe) that changes nothing: no
 -- failures to reset, no window to count (width 0), a fresh record. argv is
--- record.lua's: ARGV[4] outcome, [5] allowed, [6] probe, [7] token.
-local function record_fast(keys, argv)
+-- record.lua's: ARGV[4] outcome, [5] allowed, [6] probe, [7] token. rec is
+-- the record's RECORD_FAST_FIELDS when already read (nil: read here, only
+-- for an outcome that may qualify); the second result is rec as read, for
+-- the next outcome of a run (conclude_run.lua) while nothing was written.
+local function record_fast(keys, argv, rec)
   local outcome = argv[4]
   if not (outcome == '4' or (outcome == '1' and argv[2] == '0')) or argv[5] ~= '1' or argv[6] ~= '0' then
-    return nil
+    return nil, rec
   end
-  local rec = redis.call('HMGET', keys[1], 'st', 'gen', 'fo', 'x', 'cf')
+  rec = rec or redis.call('HMGET', keys[1], unpack(RECORD_FAST_FIELDS))
   local gen = tonumber(rec[2]) or 0
   if (tonumber(rec[1]) or 0) == 0 and tonumber(argv[7]) == gen
       and (outcome == '4' or (tonumber(rec[5]) or 0) == 0)
       and fresh(rec[1], rec[2], rec[3], rec[4], rec[5], argv[1]) then
-    return { 1, 0, 0, gen, tonumber(rec[3]) or 0 }
+    return { 1, 0, 0, gen, tonumber(rec[3]) or 0 }, rec
   end
-  return nil
+  return nil, rec
 end

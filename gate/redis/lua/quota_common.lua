@@ -117,13 +117,20 @@ end
 -- already bounded to ±2·TPM by the caller) and returns its level afterwards,
 -- in scaled units. The level is kept within [0, 2·capacity]: a refund cannot
 -- go below empty, and an overdraft beyond one extra minute's allowance is
--- forgiven. drain_, unit and cap are the TPM rate's ARGV values.
-local function settle(key, drain_, unit, cap, delta)
+-- forgiven. drain_, unit and cap are the TPM rate's ARGV values. more, when
+-- given, lists further corrections applied after delta, each kept within
+-- those bounds in turn, as separate settles at the same instant would be.
+local function settle(key, drain_, unit, cap, delta, more)
   local now = now_us()
   local raw = redis.call('HMGET', key, 'tl', 'ts', 'tu', 'qx')
   local stored = tonumber(raw[3])
   local level, stamp = drained(rescaled(tonumber(raw[1]) or 0, stored, unit, cap), tonumber(raw[2]) or 0, drain_, now)
   level = math.min(math.max(level + delta * unit, 0), 2 * cap)
+  if more then
+    for i = 1, #more do
+      level = math.min(math.max(level + more[i] * unit, 0), 2 * cap)
+    end
+  end
   -- The RPM fields may need longer than the TPM ones: never shorten the TTL.
   local qx = hash_expiry(now, tonumber(raw[4]), ms_to_empty(level, drain_) + 1000)
   if stored == unit and not qx then

@@ -1,0 +1,128 @@
+package redis_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/internal/testutil"
+)
+
+// scriptCounter counts the script commands a client sends, each command
+// of a pipeline included.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (h *scriptCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h *scriptCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *scriptCounter) count(c goredis.Cmder) {
+	if name := strings.ToLower(c.Name()); name == "evalsha" || name == "eval" {
+		h.n.Add(1)
+	}
+}
+
+// runRig is a breaker and a quota on a real redis-server, with the script
+// commands counted, and admit: n admissions of source s.
+func runRig(t *testing.T) (*goredis.Client, *scriptCounter, *redis.Breaker, *redis.Quota, func(n int, o ...gate.Outcome) []gate.Conclusion) {
+	t.Helper()
+	srv := testutil.StartRedis(t)
+	c := realClient(t, srv.Addr)
+	counter := &scriptCounter{}
+	c.AddHook(counter)
+	b, err := redis.NewBreaker(c, "chat", gate.Policy{ConsecutiveFailures: 3})
+	require.NoError(t, err)
+	q, err := redis.NewQuota(c, "chat", map[string]gate.Limits{"s": {RPM: 1000, TPM: 100000, MaxInFlight: 10}})
+	require.NoError(t, err)
+	require.NoError(t, q.Preload(context.Background())) // no NOSCRIPT to count
+	admit := func(n int, outcomes ...gate.Outcome) []gate.Conclusion {
+		var cs []gate.Conclusion
+		for i := range n {
+			d, p, qd, ok, err := q.Admit(context.Background(), b, "s", 10)
+			require.NoError(t, err)
+			require.True(t, ok && d.Allowed && qd.Allowed)
+			o := gate.Success
+			if i < len(outcomes) {
+				o = outcomes[i]
+			}
+			cs = append(cs, gate.Conclusion{Source: "s", Decision: d, Outcome: o, Permit: p, HasPermit: true, Tokens: 12})
+		}
+		return cs
+	}
+	return c, counter, b, q, admit
+}
+
+func inFlight(t *testing.T, c *goredis.Client, q *redis.Quota) int64 {
+	t.Helper()
+	n, err := c.ZCard(context.Background(), q.Keys("s")[1]).Result()
+	require.NoError(t, err)
+	return n
+}
+
+// Successes and Releaseds of one source that queued up together cost Redis
+// one command, not one each; every permit is given back.
+func TestConcludeSendsARunAsOneCommand(t *testing.T) {
+	c, counter, b, q, admit := runRig(t)
+	cs := admit(5, gate.Success, gate.Released, gate.Success, gate.Released, gate.Success)
+	require.EqualValues(t, 5, inFlight(t, c, q))
+	counter.n.Store(0)
+	require.True(t, q.Conclude(context.Background(), b, cs))
+	for _, k := range cs {
+		require.NoError(t, k.Err)
+		require.True(t, k.Update.Applied)
+		require.Equal(t, gate.Closed, k.Update.State)
+	}
+	require.EqualValues(t, 1, counter.n.Load(), "one script for the run")
+	require.Zero(t, inFlight(t, c, q), "every lease freed")
+}
+
+// A Failure ends a run: it goes on its own, in its place, and the Success
+// after it, which resets the failure count, starts the next run.
+func TestConcludeRunEndsAtAFailure(t *testing.T) {
+	c, counter, b, q, admit := runRig(t)
+	cs := admit(5, gate.Success, gate.Success, gate.Failure, gate.Success, gate.Success)
+	counter.n.Store(0)
+	require.True(t, q.Conclude(context.Background(), b, cs))
+	for _, k := range cs {
+		require.NoError(t, k.Err)
+	}
+	require.EqualValues(t, 3, counter.n.Load(), "run, Failure, run")
+	s, err := b.Snapshot(context.Background(), "s")
+	require.NoError(t, err)
+	require.Zero(t, s.ConsecutiveFailures, "the Success after the Failure reset it")
+	require.Zero(t, inFlight(t, c, q))
+}
+
+// A run whose script the server lost is sent again with its own source: a
+// batch of one run is a single command, which falls back to EVAL alone.
+func TestConcludeRunAfterScriptFlush(t *testing.T) {
+	c, _, b, q, admit := runRig(t)
+	cs := admit(3)
+	require.NoError(t, c.ScriptFlush(context.Background()).Err())
+	require.True(t, q.Conclude(context.Background(), b, cs))
+	for _, k := range cs {
+		require.NoError(t, k.Err)
+		require.True(t, k.Update.Applied)
+	}
+	require.Zero(t, inFlight(t, c, q))
+}
