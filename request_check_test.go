@@ -65,6 +65,7 @@ func chatFaces(name, field, text string, req pgw.ChatRequest) []refusedCase {
 func refusedCases() []refusedCase {
 	user := []pgw.Message{{Role: pgw.RoleUser, Content: "hi"}}
 	yes, temp, negTemp := true, 2.5, -0.1
+	tools := []pgw.Tool{pgw.FunctionTool("get_weather", "", nil), pgw.FunctionTool("lookup", "", nil)}
 	var cs []refusedCase
 	for _, c := range []struct {
 		name, field, text string
@@ -95,8 +96,46 @@ func refusedCases() []refusedCase {
 		{"only a system message on an Anthropic source", "Messages",
 			`pgw: chat request field Messages cannot be sent to source "claude" (provider anthropic): only system or developer messages (legal on Anthropic: at least one user or assistant message)`,
 			pgw.ChatRequest{Messages: []pgw.Message{{Role: pgw.RoleSystem, Content: "Be brief."}}}},
+		{"tool choice naming a function without tools", "ToolChoice",
+			`pgw: chat request field ToolChoice: function "now" without Tools (legal: the name of a function offered in Tools)`,
+			pgw.ChatRequest{Messages: user, ToolChoice: pgw.ToolChoiceFunction{Name: "now"}}},
+		{"tool choice naming a function not offered", "ToolChoice",
+			`pgw: chat request field ToolChoice: function "now" is not one of Tools (legal: one of "get_weather", "lookup")`,
+			pgw.ChatRequest{Messages: user, Tools: tools, ToolChoice: &pgw.ToolChoiceFunction{Name: "now"}}},
+		{"tool choice required without tools", "ToolChoice",
+			"pgw: chat request field ToolChoice: required without Tools (legal: offer at least one tool in Tools, or leave ToolChoice nil)",
+			pgw.ChatRequest{Messages: user, ToolChoice: pgw.ToolChoiceRequired}},
+		{"tool choice any", "ToolChoice",
+			`pgw: chat request field ToolChoice: "any" (legal: auto, none, required, or a ToolChoiceFunction; "required" is sent to Anthropic as its "any")`,
+			pgw.ChatRequest{Messages: user, Tools: tools, ToolChoice: "any"}},
+		{"tool choice a nil function", "ToolChoice",
+			`pgw: chat request field ToolChoice: a nil *ToolChoiceFunction (legal: nil, "auto", "none", "required", or a ToolChoiceFunction naming one of Tools)`,
+			pgw.ChatRequest{Messages: user, Tools: tools, ToolChoice: (*pgw.ToolChoiceFunction)(nil)}},
 	} {
 		cs = append(cs, chatFaces(c.name, c.field, c.text, c.req)...)
+	}
+	// Arguments of a past tool call that are not a JSON object cannot be an
+	// Anthropic tool_use input; the OpenAI wire carries them as text.
+	for _, a := range []struct{ name, args, what string }{
+		{"malformed", `{"city":`, "not valid JSON"},
+		{"not JSON", "not json", "not valid JSON"},
+		{"an array", "[1,2]", "a JSON array, not an object"},
+		{"a string", `"Paris"`, "a JSON string, not an object"},
+		{"null", "null", "JSON null, not an object"},
+		{"a number", " 42 ", "a JSON number, not an object"},
+	} {
+		req := pgw.ChatRequest{Messages: []pgw.Message{
+			user[0],
+			{Role: pgw.RoleAssistant, ToolCalls: []pgw.ToolCall{
+				{ID: "call_0", Function: pgw.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}},
+				{ID: "call_1", Function: pgw.FunctionCall{Name: "get_weather", Arguments: a.args}},
+			}},
+			{Role: pgw.RoleTool, ToolCallID: "call_0", Content: "found"},
+			{Role: pgw.RoleTool, ToolCallID: "call_1", Content: "18"},
+		}, Tools: tools}
+		cs = append(cs, chatFaces("tool call arguments "+a.name+" on an Anthropic source", "Messages[1].ToolCalls[1].Function.Arguments",
+			`pgw: chat request field Messages[1].ToolCalls[1].Function.Arguments cannot be sent to source "claude" (provider anthropic): `+a.what+
+				" (legal on Anthropic: a JSON object, or empty for a call without arguments; the Messages API takes a tool call's input as an object)", req)...)
 	}
 	embed := func(req pgw.EmbedRequest) func(context.Context, *pgw.GatewayClient) error {
 		return func(ctx context.Context, gw *pgw.GatewayClient) error {
@@ -112,6 +151,9 @@ func refusedCases() []refusedCase {
 			call: embed(pgw.EmbedRequest{})},
 		refusedCase{name: "Embed/empty inputs", scope: pgw.ScopeEmbedding, field: "Inputs", text: "pgw: embedding request field Inputs: empty (legal: at least one input)",
 			call: embed(pgw.EmbedRequest{Inputs: []string{}})},
+		refusedCase{name: "Embed/an empty input", scope: pgw.ScopeEmbedding, field: "Inputs[2]",
+			text: "pgw: embedding request field Inputs[2]: the empty string (legal: text of at least one character)",
+			call: embed(pgw.EmbedRequest{Inputs: []string{"a", " ", "", "d"}})},
 		refusedCase{name: "OCR/no image", scope: pgw.ScopeOCR, field: "Image", text: "pgw: OCR request field Image: empty (legal: the image's bytes)",
 			call: func(ctx context.Context, gw *pgw.GatewayClient) error {
 				_, err := gw.OCR(ctx, pgw.OCRRequest{Prompt: "read it"})

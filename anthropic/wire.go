@@ -264,7 +264,7 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 				input, err := toolInput(tc.Function.Arguments)
 				if err != nil {
 					return "", nil, unsupported(src, fmt.Sprintf("%s.ToolCalls[%d].Function.Arguments", at, j),
-						"not a JSON object; Anthropic takes a tool call's input as an object")
+						err.Error()+" (legal on Anthropic: a JSON object, or empty for a call without arguments; the Messages API takes a tool call's input as an object)")
 				}
 				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
 			}
@@ -353,16 +353,33 @@ func imageSource(u string) (*wireImage, error) {
 	return &wireImage{Type: "base64", MediaType: mediaType, Data: data}, nil
 }
 
-// toolInput is a tool call's arguments as the JSON object Anthropic takes;
-// empty arguments are an empty object.
+// toolInput is a tool call's arguments as the JSON object Anthropic takes:
+// empty arguments (or whitespace only), which is what a model that called a
+// tool without arguments may have streamed, are the empty object. Anything
+// else that is not a JSON object — malformed JSON, an array, a string, a
+// number, null — cannot be sent: rewriting it would change what the model
+// said in the history, so it is an error saying what the text is.
 func toolInput(args string) (json.RawMessage, error) {
 	a := bytes.TrimSpace([]byte(args))
 	if len(a) == 0 {
 		return json.RawMessage(`{}`), nil
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(a, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("not a JSON object")
+	var v any
+	if err := json.Unmarshal(a, &v); err != nil {
+		return nil, fmt.Errorf("not valid JSON")
 	}
-	return json.RawMessage(a), nil
+	switch v.(type) {
+	case map[string]any:
+		return json.RawMessage(a), nil
+	case []any:
+		return nil, fmt.Errorf("a JSON array, not an object")
+	case string:
+		return nil, fmt.Errorf("a JSON string, not an object")
+	case nil:
+		return nil, fmt.Errorf("JSON null, not an object")
+	case bool:
+		return nil, fmt.Errorf("a JSON boolean, not an object")
+	default:
+		return nil, fmt.Errorf("a JSON number, not an object")
+	}
 }
