@@ -114,6 +114,37 @@ func refusedCases() []refusedCase {
 	} {
 		cs = append(cs, chatFaces(c.name, c.field, c.text, c.req)...)
 	}
+	// The Messages API pairs each tool_use with a tool_result in the very
+	// next turn, the results first.
+	call := func(ids ...string) pgw.Message {
+		m := pgw.Message{Role: pgw.RoleAssistant}
+		for _, id := range ids {
+			m.ToolCalls = append(m.ToolCalls, pgw.ToolCall{ID: id, Function: pgw.FunctionCall{Name: "lookup", Arguments: `{}`}})
+		}
+		return m
+	}
+	result := func(id string) pgw.Message { return pgw.Message{Role: pgw.RoleTool, ToolCallID: id, Content: "found"} }
+	for _, c := range []struct {
+		name, field, problem string
+		msgs                 []pgw.Message
+	}{
+		{"tool result answering no call", "Messages[3].ToolCallID",
+			`"call_9" answers no tool call of the assistant message just before it (legal on Anthropic: the ID of a call that message made)`,
+			[]pgw.Message{user[0], call("call_0"), result("call_0"), result("call_9")}},
+		{"tool result without an assistant message before it", "Messages[1].ToolCallID",
+			`"call_0" answers no tool call of the assistant message just before it (legal on Anthropic: the ID of a call that message made)`,
+			[]pgw.Message{user[0], result("call_0")}},
+		{"tool result after a user message", "Messages[3].ToolCallID",
+			"a tool result after the user message Messages[2] (legal on Anthropic: tool results right after the assistant message that made the calls, before any user message)",
+			[]pgw.Message{user[0], call("call_0"), {Role: pgw.RoleUser, Content: "wait"}, result("call_0")}},
+		{"tool call without a result", "Messages[1].ToolCalls[1].ID",
+			`"call_1" has no tool result before the next user message (legal on Anthropic: a tool message answering each call right after the assistant message)`,
+			[]pgw.Message{user[0], call("call_0", "call_1"), result("call_0"), {Role: pgw.RoleUser, Content: "go on"}}},
+	} {
+		cs = append(cs, chatFaces(c.name+" on an Anthropic source", c.field,
+			"pgw: chat request field "+c.field+` cannot be sent to source "claude" (provider anthropic): `+c.problem,
+			pgw.ChatRequest{Messages: c.msgs, Tools: tools})...)
+	}
 	// Arguments of a past tool call that are not a JSON object cannot be an
 	// Anthropic tool_use input; the OpenAI wire carries them as text.
 	for _, a := range []struct{ name, args, what string }{

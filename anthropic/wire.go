@@ -241,6 +241,9 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 		out = append(out, wireMessage{Role: role, Content: blocks})
 		first = append(first, i)
 	}
+	if err := pairedToolTurns(src, msgs); err != nil {
+		return "", nil, err
+	}
 	for i, m := range msgs {
 		at := fmt.Sprintf("Messages[%d]", i)
 		if m.Name != "" {
@@ -294,6 +297,75 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 		}
 	}
 	return strings.Join(system, "\n\n"), out, nil
+}
+
+// pairedToolTurns checks the tool conversation as the Messages API reads
+// it once consecutive messages of a role are one turn (tool results are
+// user turns): the turn after an assistant turn with tool_use blocks begins
+// with a tool_result for each of them, and every tool_result answers a
+// tool_use of the assistant turn just before. An assistant turn that asks
+// for tools may end the conversation.
+func pairedToolTurns(src transport.Source, msgs []transport.Message) error {
+	type turn struct {
+		assistant bool
+		msgs      []int
+	}
+	var turns []turn
+	for i, m := range msgs {
+		if m.Role == transport.RoleSystem || m.Role == transport.RoleDeveloper {
+			continue
+		}
+		a := m.Role == transport.RoleAssistant
+		if n := len(turns); n > 0 && turns[n-1].assistant == a {
+			turns[n-1].msgs = append(turns[n-1].msgs, i)
+			continue
+		}
+		turns = append(turns, turn{assistant: a, msgs: []int{i}})
+	}
+	for k, t := range turns {
+		if t.assistant {
+			continue
+		}
+		asked := map[string]bool{}
+		if k > 0 {
+			for _, i := range turns[k-1].msgs {
+				for _, tc := range msgs[i].ToolCalls {
+					asked[tc.ID] = true
+				}
+			}
+		}
+		answered := map[string]bool{}
+		text := -1 // the first user message of the turn with content
+		for _, i := range t.msgs {
+			m := msgs[i]
+			if m.Role != transport.RoleTool {
+				if text < 0 && (m.Content != "" || len(m.Parts) > 0) {
+					text = i
+				}
+				continue
+			}
+			at := fmt.Sprintf("Messages[%d].ToolCallID", i)
+			if !asked[m.ToolCallID] {
+				return unsupported(src, at, fmt.Sprintf("%q answers no tool call of the assistant message just before it (legal on Anthropic: the ID of a call that message made)", m.ToolCallID))
+			}
+			if text >= 0 {
+				return unsupported(src, at, fmt.Sprintf("a tool result after the user message Messages[%d] (legal on Anthropic: tool results right after the assistant message that made the calls, before any user message)", text))
+			}
+			answered[m.ToolCallID] = true
+		}
+		if k == 0 {
+			continue
+		}
+		for _, i := range turns[k-1].msgs {
+			for j, tc := range msgs[i].ToolCalls {
+				if !answered[tc.ID] {
+					return unsupported(src, fmt.Sprintf("Messages[%d].ToolCalls[%d].ID", i, j),
+						fmt.Sprintf("%q has no tool result before the next user message (legal on Anthropic: a tool message answering each call right after the assistant message)", tc.ID))
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // whitespaceOnly reports a turn whose blocks are all text with nothing but
