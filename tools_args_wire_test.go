@@ -98,3 +98,50 @@ func TestEmbedSendsAWhitespaceInput(t *testing.T) {
 	emb.last(t, &body)
 	assert.Equal(t, []string{" ", "a"}, body.Input)
 }
+
+// A tool whose Parameters hold no schema — a nil map or json.RawMessage, or
+// JSON null — is a function without arguments, as with nil: it is sent, on
+// the OpenAI wire without "parameters", on the Anthropic wire with the
+// empty object schema.
+func TestToolWithANilSchemaIsAFunctionWithoutArguments(t *testing.T) {
+	for name, params := range map[string]any{
+		"nil map":         map[string]any(nil),
+		"nil RawMessage":  json.RawMessage(nil),
+		"JSON null":       `null`,
+		"empty JSON text": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			oa := newWireServer(t, sseReply(oaEvents("stop", `{"role":"assistant","content":"noon"}`)))
+			claude := newWireServer(t, sseReply(antEvents("end_turn", antText(0, "noon")...)))
+			gw := mixedScope(t, oa, claude)
+			req := pgw.ChatRequest{
+				Messages: []pgw.Message{{Role: pgw.RoleUser, Content: "What time is it?"}},
+				Tools:    []pgw.Tool{pgw.FunctionTool("now", "The current time", params)},
+			}
+			resp, err := gw.Chat(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, "oa", resp.Source)
+			var oaBody struct {
+				Tools []struct {
+					Function map[string]json.RawMessage `json:"function"`
+				} `json:"tools"`
+			}
+			oa.last(t, &oaBody)
+			require.Len(t, oaBody.Tools, 1)
+			assert.NotContains(t, oaBody.Tools[0].Function, "parameters")
+
+			oa.script(unavailable)
+			resp, err = gw.Chat(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, "claude", resp.Source)
+			var antBody struct {
+				Tools []struct {
+					InputSchema json.RawMessage `json:"input_schema"`
+				} `json:"tools"`
+			}
+			claude.last(t, &antBody)
+			require.Len(t, antBody.Tools, 1)
+			assert.JSONEq(t, `{"type":"object","properties":{}}`, string(antBody.Tools[0].InputSchema))
+		})
+	}
+}

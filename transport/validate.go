@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -187,11 +188,12 @@ func (r ChatRequest) Validate() error {
 			if !validName(rf.JSONSchema.Name) {
 				return bad("ResponseFormat.JSONSchema.Name", fmt.Sprintf("%q (legal: 1 to 64 letters, digits, '_' or '-')", rf.JSONSchema.Name))
 			}
-			if rf.JSONSchema.Schema == nil {
-				return bad("ResponseFormat.JSONSchema.Schema", "nil (legal: a JSON schema object)")
-			}
-			if _, err := SchemaJSON(rf.JSONSchema.Schema); err != nil {
+			schema, err := SchemaJSON(rf.JSONSchema.Schema)
+			if err != nil {
 				return bad("ResponseFormat.JSONSchema.Schema", err.Error())
+			}
+			if schema == nil {
+				return bad("ResponseFormat.JSONSchema.Schema", "no schema (legal: a JSON schema object)")
 			}
 		default:
 			return bad("ResponseFormat.Type", fmt.Sprintf("%q (legal: text, json_object, json_schema)", rf.Type))
@@ -261,7 +263,8 @@ func (r OCRRequest) Validate() error {
 
 // SchemaJSON encodes a JSON schema given as any value (a map, a struct, a
 // json.RawMessage, a []byte or string of JSON) and checks that it is a JSON
-// object. nil gives nil.
+// object. No schema gives nil: nil, a nil map, pointer or json.RawMessage,
+// empty JSON text, or JSON null.
 func SchemaJSON(v any) (json.RawMessage, error) {
 	var raw []byte
 	switch s := v.(type) {
@@ -279,6 +282,9 @@ func SchemaJSON(v any) (json.RawMessage, error) {
 			return nil, fmt.Errorf("does not encode to JSON: %v", err)
 		}
 		raw = b
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
