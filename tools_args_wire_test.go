@@ -145,3 +145,73 @@ func TestToolWithANilSchemaIsAFunctionWithoutArguments(t *testing.T) {
 		})
 	}
 }
+
+// Tool-call IDs from another provider may hold characters the Messages API
+// does not take in a tool_use id ("functions.get_weather:0"): on the
+// Anthropic wire each is replaced by '_', the same in the call and in its
+// result, and an ID that would then be another ID of the request gets a
+// suffix, so calls and results stay paired. The OpenAI wire sends the IDs
+// as they are.
+func TestToolCallIDsAnthropicDoesNotTakeAreSentPaired(t *testing.T) {
+	oa := newWireServer(t, unavailable)
+	claude := newWireServer(t, sseReply(antEvents("end_turn", antText(0, "Paris 18, Tokyo 22.")...)))
+	gw := mixedScope(t, oa, claude)
+	call := func(id, city string) pgw.ToolCall {
+		return pgw.ToolCall{ID: id, Function: pgw.FunctionCall{Name: "get_weather", Arguments: `{"city":"` + city + `"}`}}
+	}
+	req := pgw.ChatRequest{
+		Messages: []pgw.Message{
+			{Role: pgw.RoleUser, Content: "Weather in Paris, Tokyo and Rome?"},
+			{Role: pgw.RoleAssistant, ToolCalls: []pgw.ToolCall{
+				call("functions.get_weather:0", "Paris"), call("functions_get_weather_0", "Tokyo"), call("call é/1", "Rome"),
+			}},
+			{Role: pgw.RoleTool, ToolCallID: "call é/1", Content: "25"},
+			{Role: pgw.RoleTool, ToolCallID: "functions.get_weather:0", Content: "18"},
+			{Role: pgw.RoleTool, ToolCallID: "functions_get_weather_0", Content: "22"},
+		},
+		Tools: []pgw.Tool{weatherTool},
+	}
+	resp, err := gw.Chat(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, "claude", resp.Source)
+
+	var antBody struct {
+		Messages []struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ID        string `json:"id"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	claude.last(t, &antBody)
+	require.Len(t, antBody.Messages, 3)
+	var uses, results []string
+	for _, b := range antBody.Messages[1].Content {
+		uses = append(uses, b.ID)
+	}
+	for _, b := range antBody.Messages[2].Content {
+		results = append(results, b.ToolUseID)
+	}
+	assert.Equal(t, []string{"functions_get_weather_0_2", "functions_get_weather_0", "call___1"}, uses)
+	assert.Equal(t, []string{"call___1", "functions_get_weather_0_2", "functions_get_weather_0"}, results)
+
+	// The OpenAI-compatible wire takes any ID: sent as it is.
+	oa.script(sseReply(oaEvents("stop", `{"role":"assistant","content":"Paris 18."}`)))
+	resp, err = gw.Chat(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, "oa", resp.Source)
+	var oaBody struct {
+		Messages []struct {
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	oa.last(t, &oaBody)
+	require.Len(t, oaBody.Messages, 5)
+	require.Len(t, oaBody.Messages[1].ToolCalls, 3)
+	assert.Equal(t, "functions.get_weather:0", oaBody.Messages[1].ToolCalls[0].ID)
+	assert.Equal(t, "call é/1", oaBody.Messages[2].ToolCallID)
+}

@@ -22,7 +22,10 @@
 //     that called a tool without arguments may stream them, are the empty
 //     object {}); "tool" messages become "tool_result" blocks of a user
 //     turn; consecutive turns of the same role are merged, as the API
-//     requires;
+//     requires; a tool-call ID with characters other than letters, digits,
+//     '_' and '-' (as other providers write them: "functions.f:0") is sent
+//     with each replaced by '_', the same in the call and its result, made
+//     unique within the request;
 //   - Tools become tools with "input_schema"; ToolChoice auto, none,
 //     required and a named function become auto, none, any and tool;
 //     ParallelToolCalls=false becomes disable_parallel_tool_use;

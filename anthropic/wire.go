@@ -244,6 +244,7 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 	if err := pairedToolTurns(src, msgs); err != nil {
 		return "", nil, err
 	}
+	ids := toolUseIDs(msgs)
 	for i, m := range msgs {
 		at := fmt.Sprintf("Messages[%d]", i)
 		if m.Name != "" {
@@ -269,11 +270,11 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 					return "", nil, unsupported(src, fmt.Sprintf("%s.ToolCalls[%d].Function.Arguments", at, j),
 						err.Error()+" (legal on Anthropic: a JSON object, or empty for a call without arguments; the Messages API takes a tool call's input as an object)")
 				}
-				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+				blocks = append(blocks, wireBlock{Type: "tool_use", ID: ids(tc.ID), Name: tc.Function.Name, Input: input})
 			}
 			add(i, "assistant", blocks)
 		case transport.RoleTool:
-			result := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: blocks}
+			result := wireBlock{Type: "tool_result", ToolUseID: ids(m.ToolCallID), Content: blocks}
 			add(i, "user", []wireBlock{result})
 		}
 	}
@@ -366,6 +367,68 @@ func pairedToolTurns(src transport.Source, msgs []transport.Message) error {
 		}
 	}
 	return nil
+}
+
+// toolUseIDs maps the tool-call IDs of msgs to IDs the Messages API takes
+// (letters, digits, '_' and '-'). An ID only pairs a call with its result
+// within the request, so an ID from another provider with other characters
+// ("functions.get_weather:0") is sent with each of them replaced by '_' —
+// the same for the call and its result — and, when that is another ID of
+// the request, with "_2", "_3", … added, so that no two IDs become one.
+// Valid IDs are sent as they are.
+func toolUseIDs(msgs []transport.Message) func(string) string {
+	var seen []string
+	used := map[string]bool{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			seen = append(seen, tc.ID)
+		}
+		if m.ToolCallID != "" {
+			seen = append(seen, m.ToolCallID)
+		}
+	}
+	for _, id := range seen {
+		if validToolUseID(id) {
+			used[id] = true
+		}
+	}
+	mapped := map[string]string{}
+	for _, id := range seen {
+		if validToolUseID(id) || mapped[id] != "" {
+			continue
+		}
+		base := strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+				return r
+			}
+			return '_'
+		}, id)
+		out := base
+		for n := 2; used[out]; n++ {
+			out = fmt.Sprintf("%s_%d", base, n)
+		}
+		used[out] = true
+		mapped[id] = out
+	}
+	return func(id string) string {
+		if out, ok := mapped[id]; ok {
+			return out
+		}
+		return id
+	}
+}
+
+// validToolUseID reports an ID the Messages API takes as a tool_use id.
+func validToolUseID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // whitespaceOnly reports a turn whose blocks are all text with nothing but
