@@ -141,8 +141,11 @@ func refusedCases() []refusedCase {
 			"a tool result after the user message Messages[2] (legal on Anthropic: tool results right after the assistant message that made the calls, before any user message)",
 			[]pgw.Message{user[0], call("call_0"), {Role: pgw.RoleUser, Content: "wait"}, result("call_0")}},
 		{"tool call without a result", "Messages[1].ToolCalls[1].ID",
-			`"call_1" has no tool result before the next user message (legal on Anthropic: a tool message answering each call right after the assistant message)`,
+			`"call_1" has no tool result right after the assistant message (legal on Anthropic: a tool message answering each call, right after the assistant message and before any user message)`,
 			[]pgw.Message{user[0], call("call_0", "call_1"), result("call_0"), {Role: pgw.RoleUser, Content: "go on"}}},
+		{"tool call answered after another assistant message", "Messages[1].ToolCalls[1].ID",
+			`"call_1" has no tool result right after the assistant message (legal on Anthropic: a tool message answering each call, right after the assistant message and before any user message)`,
+			[]pgw.Message{user[0], call("call_0", "call_1"), result("call_0"), {Role: pgw.RoleAssistant, Content: "One more."}, result("call_1")}},
 	} {
 		cs = append(cs, chatFaces(c.name+" on an Anthropic source", c.field,
 			"pgw: chat request field "+c.field+` cannot be sent to source "claude" (provider anthropic): `+c.problem,

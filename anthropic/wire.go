@@ -361,7 +361,7 @@ func pairedToolTurns(src transport.Source, msgs []transport.Message) error {
 			for j, tc := range msgs[i].ToolCalls {
 				if !answered[tc.ID] {
 					return unsupported(src, fmt.Sprintf("Messages[%d].ToolCalls[%d].ID", i, j),
-						fmt.Sprintf("%q has no tool result before the next user message (legal on Anthropic: a tool message answering each call right after the assistant message)", tc.ID))
+						fmt.Sprintf("%q has no tool result right after the assistant message (legal on Anthropic: a tool message answering each call, right after the assistant message and before any user message)", tc.ID))
 				}
 			}
 		}
