@@ -397,8 +397,8 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 // the smallest BATCH_SIZE of the scope's sources are split into sub-batches,
 // each its own governed call, run concurrently (WithConcurrency); vectors
 // come back in input order. When some sub-batches fail, the others' vectors
-// are returned with a *BatchError. A request without inputs is a
-// *RequestError before admission.
+// are returned with a *BatchError. A request without inputs, or with an
+// input that is the empty string, is a *RequestError before admission.
 func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
 	sc, err := g.typed(ScopeEmbedding)
 	if err != nil {

@@ -65,6 +65,7 @@ func chatFaces(name, field, text string, req pgw.ChatRequest) []refusedCase {
 func refusedCases() []refusedCase {
 	user := []pgw.Message{{Role: pgw.RoleUser, Content: "hi"}}
 	yes, temp, negTemp := true, 2.5, -0.1
+	tools := []pgw.Tool{pgw.FunctionTool("get_weather", "", nil), pgw.FunctionTool("lookup", "", nil)}
 	var cs []refusedCase
 	for _, c := range []struct {
 		name, field, text string
@@ -95,8 +96,83 @@ func refusedCases() []refusedCase {
 		{"only a system message on an Anthropic source", "Messages",
 			`pgw: chat request field Messages cannot be sent to source "claude" (provider anthropic): only system or developer messages (legal on Anthropic: at least one user or assistant message)`,
 			pgw.ChatRequest{Messages: []pgw.Message{{Role: pgw.RoleSystem, Content: "Be brief."}}}},
+		{"json schema format with a nil map schema", "ResponseFormat.JSONSchema.Schema",
+			"pgw: chat request field ResponseFormat.JSONSchema.Schema: no schema (legal: a JSON schema object)",
+			pgw.ChatRequest{Messages: user, ResponseFormat: &pgw.ResponseFormat{Type: pgw.FormatJSONSchema, JSONSchema: &pgw.JSONSchema{Name: "answer", Schema: map[string]any(nil)}}}},
+		{"tool choice naming a function without tools", "ToolChoice",
+			`pgw: chat request field ToolChoice: function "now" without Tools (legal: the name of a function offered in Tools)`,
+			pgw.ChatRequest{Messages: user, ToolChoice: pgw.ToolChoiceFunction{Name: "now"}}},
+		{"tool choice naming a function not offered", "ToolChoice",
+			`pgw: chat request field ToolChoice: function "now" is not one of Tools (legal: one of "get_weather", "lookup")`,
+			pgw.ChatRequest{Messages: user, Tools: tools, ToolChoice: &pgw.ToolChoiceFunction{Name: "now"}}},
+		{"tool choice required without tools", "ToolChoice",
+			"pgw: chat request field ToolChoice: required without Tools (legal: offer at least one tool in Tools, or leave ToolChoice nil)",
+			pgw.ChatRequest{Messages: user, ToolChoice: pgw.ToolChoiceRequired}},
+		{"tool choice any", "ToolChoice",
+			`pgw: chat request field ToolChoice: "any" (legal: auto, none, required, or a ToolChoiceFunction; "required" is sent to Anthropic as its "any")`,
+			pgw.ChatRequest{Messages: user, Tools: tools, ToolChoice: "any"}},
+		{"tool choice a nil function", "ToolChoice",
+			`pgw: chat request field ToolChoice: a nil *ToolChoiceFunction (legal: nil, "auto", "none", "required", or a ToolChoiceFunction naming one of Tools)`,
+			pgw.ChatRequest{Messages: user, Tools: tools, ToolChoice: (*pgw.ToolChoiceFunction)(nil)}},
 	} {
 		cs = append(cs, chatFaces(c.name, c.field, c.text, c.req)...)
+	}
+	// The Messages API pairs each tool_use with a tool_result in the very
+	// next turn, the results first.
+	call := func(ids ...string) pgw.Message {
+		m := pgw.Message{Role: pgw.RoleAssistant}
+		for _, id := range ids {
+			m.ToolCalls = append(m.ToolCalls, pgw.ToolCall{ID: id, Function: pgw.FunctionCall{Name: "lookup", Arguments: `{}`}})
+		}
+		return m
+	}
+	result := func(id string) pgw.Message { return pgw.Message{Role: pgw.RoleTool, ToolCallID: id, Content: "found"} }
+	for _, c := range []struct {
+		name, field, problem string
+		msgs                 []pgw.Message
+	}{
+		{"tool result answering no call", "Messages[3].ToolCallID",
+			`"call_9" answers no tool call of the assistant message just before it (legal on Anthropic: the ID of a call that message made)`,
+			[]pgw.Message{user[0], call("call_0"), result("call_0"), result("call_9")}},
+		{"tool result without an assistant message before it", "Messages[1].ToolCallID",
+			`"call_0" answers no tool call of the assistant message just before it (legal on Anthropic: the ID of a call that message made)`,
+			[]pgw.Message{user[0], result("call_0")}},
+		{"tool result after a user message", "Messages[3].ToolCallID",
+			"a tool result after the user message Messages[2] (legal on Anthropic: tool results right after the assistant message that made the calls, before any user message)",
+			[]pgw.Message{user[0], call("call_0"), {Role: pgw.RoleUser, Content: "wait"}, result("call_0")}},
+		{"tool call without a result", "Messages[1].ToolCalls[1].ID",
+			`"call_1" has no tool result right after the assistant message (legal on Anthropic: a tool message answering each call, right after the assistant message and before any user message)`,
+			[]pgw.Message{user[0], call("call_0", "call_1"), result("call_0"), {Role: pgw.RoleUser, Content: "go on"}}},
+		{"tool call answered after another assistant message", "Messages[1].ToolCalls[1].ID",
+			`"call_1" has no tool result right after the assistant message (legal on Anthropic: a tool message answering each call, right after the assistant message and before any user message)`,
+			[]pgw.Message{user[0], call("call_0", "call_1"), result("call_0"), {Role: pgw.RoleAssistant, Content: "One more."}, result("call_1")}},
+	} {
+		cs = append(cs, chatFaces(c.name+" on an Anthropic source", c.field,
+			"pgw: chat request field "+c.field+` cannot be sent to source "claude" (provider anthropic): `+c.problem,
+			pgw.ChatRequest{Messages: c.msgs, Tools: tools})...)
+	}
+	// Arguments of a past tool call that are not a JSON object cannot be an
+	// Anthropic tool_use input; the OpenAI wire carries them as text.
+	for _, a := range []struct{ name, args, what string }{
+		{"malformed", `{"city":`, "not valid JSON"},
+		{"not JSON", "not json", "not valid JSON"},
+		{"an array", "[1,2]", "a JSON array, not an object"},
+		{"a string", `"Paris"`, "a JSON string, not an object"},
+		{"null", "null", "JSON null, not an object"},
+		{"a number", " 42 ", "a JSON number, not an object"},
+	} {
+		req := pgw.ChatRequest{Messages: []pgw.Message{
+			user[0],
+			{Role: pgw.RoleAssistant, ToolCalls: []pgw.ToolCall{
+				{ID: "call_0", Function: pgw.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}},
+				{ID: "call_1", Function: pgw.FunctionCall{Name: "get_weather", Arguments: a.args}},
+			}},
+			{Role: pgw.RoleTool, ToolCallID: "call_0", Content: "found"},
+			{Role: pgw.RoleTool, ToolCallID: "call_1", Content: "18"},
+		}, Tools: tools}
+		cs = append(cs, chatFaces("tool call arguments "+a.name+" on an Anthropic source", "Messages[1].ToolCalls[1].Function.Arguments",
+			`pgw: chat request field Messages[1].ToolCalls[1].Function.Arguments cannot be sent to source "claude" (provider anthropic): `+a.what+
+				" (legal on Anthropic: a JSON object, or empty for a call without arguments; the Messages API takes a tool call's input as an object)", req)...)
 	}
 	embed := func(req pgw.EmbedRequest) func(context.Context, *pgw.GatewayClient) error {
 		return func(ctx context.Context, gw *pgw.GatewayClient) error {
@@ -112,6 +188,9 @@ func refusedCases() []refusedCase {
 			call: embed(pgw.EmbedRequest{})},
 		refusedCase{name: "Embed/empty inputs", scope: pgw.ScopeEmbedding, field: "Inputs", text: "pgw: embedding request field Inputs: empty (legal: at least one input)",
 			call: embed(pgw.EmbedRequest{Inputs: []string{}})},
+		refusedCase{name: "Embed/an empty input", scope: pgw.ScopeEmbedding, field: "Inputs[2]",
+			text: "pgw: embedding request field Inputs[2]: the empty string (legal: text of at least one character)",
+			call: embed(pgw.EmbedRequest{Inputs: []string{"a", " ", "", "d"}})},
 		refusedCase{name: "OCR/no image", scope: pgw.ScopeOCR, field: "Image", text: "pgw: OCR request field Image: empty (legal: the image's bytes)",
 			call: func(ctx context.Context, gw *pgw.GatewayClient) error {
 				_, err := gw.OCR(ctx, pgw.OCRRequest{Prompt: "read it"})

@@ -342,3 +342,40 @@ func TestStreamEndingAfterTheStopReasonWithoutMessageStopIsWhole(t *testing.T) {
 	require.NoError(t, err, "the stop reason is a terminal event")
 	assert.Equal(t, "done", response(chunks).Content)
 }
+
+// Tool conversations the Messages API takes pass ValidateChat: calls split
+// over consecutive assistant messages, their results in any order followed
+// by user text in the same turn, a system message between, and a final
+// assistant message that asks for tools.
+func TestToolConversationsTheMessagesAPITakesAreSent(t *testing.T) {
+	src := transport.Source{Name: "claude", BaseURL: "http://127.0.0.1:1/v1", Provider: config.ProviderAnthropic}
+	call := func(id string) transport.ToolCall {
+		return transport.ToolCall{ID: id, Function: transport.FunctionCall{Name: "f", Arguments: `{"a":1}`}}
+	}
+	tools := []transport.Tool{transport.FunctionTool("f", "", nil)}
+	for name, msgs := range map[string][]transport.Message{
+		"calls over two assistant messages, results reordered, then user text": {
+			{Role: "user", Content: "hi"},
+			{Role: "assistant", Content: "Looking.", ToolCalls: []transport.ToolCall{call("c1")}},
+			{Role: "assistant", ToolCalls: []transport.ToolCall{call("c2")}},
+			{Role: "tool", ToolCallID: "c2", Content: "2"},
+			{Role: "system", Content: "Be brief."},
+			{Role: "tool", ToolCallID: "c1", Content: "1"},
+			{Role: "user", Content: "and?"},
+		},
+		"an empty user message before the results": {
+			{Role: "user", Content: "hi"},
+			{Role: "assistant", ToolCalls: []transport.ToolCall{call("c1")}},
+			{Role: "user"},
+			{Role: "tool", ToolCallID: "c1", Content: "1"},
+		},
+		"a final assistant message that asks for a tool": {
+			{Role: "user", Content: "hi"},
+			{Role: "assistant", ToolCalls: []transport.ToolCall{call("c1")}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.NoError(t, anthropic.New().ValidateChat(src, transport.ChatRequest{Messages: msgs, Tools: tools}))
+		})
+	}
+}

@@ -17,9 +17,15 @@
 //     order;
 //   - user and assistant messages become content blocks: text, images
 //     (an http(s) URL as a "url" source, a data: URI as a "base64" one), the
-//     assistant's tool calls as "tool_use" blocks (arguments must be a JSON
-//     object); "tool" messages become "tool_result" blocks of a user turn;
-//     consecutive turns of the same role are merged, as the API requires;
+//     assistant's tool calls as "tool_use" blocks (their input is the
+//     arguments' JSON object; empty or whitespace-only arguments, as a model
+//     that called a tool without arguments may stream them, are the empty
+//     object {}); "tool" messages become "tool_result" blocks of a user
+//     turn; consecutive turns of the same role are merged, as the API
+//     requires; a tool-call ID with characters other than letters, digits,
+//     '_' and '-' (as other providers write them: "functions.f:0") is sent
+//     with each replaced by '_', the same in the call and its result, made
+//     unique within the request;
 //   - Tools become tools with "input_schema"; ToolChoice auto, none,
 //     required and a named function become auto, none, any and tool;
 //     ParallelToolCalls=false becomes disable_parallel_tool_use;
@@ -34,6 +40,13 @@
 // A field the API cannot express — Seed, Strict on a tool or a schema, an
 // image Detail other than auto, a message Name, a Temperature above 1, a
 // response format together with Tools, an Extra key the transport writes —
+// and a request the API rejects — a message without content (save an empty
+// final assistant one), an empty text part, only system messages, tool-call
+// arguments that are not a JSON object (malformed JSON, an array, a string,
+// a number, null: pgw does not rewrite what the model said), a tool result
+// that answers no call of the assistant message just before it or that
+// comes after a user message of its turn, a tool call with no result right
+// after its assistant message (a final assistant message may ask for tools) —
 // is a *transport.RequestError naming the field and the source, returned by
 // ValidateChat (the gateway checks every source before the first attempt)
 // and by ChatStream before anything is sent.

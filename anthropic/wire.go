@@ -241,6 +241,10 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 		out = append(out, wireMessage{Role: role, Content: blocks})
 		first = append(first, i)
 	}
+	if err := pairedToolTurns(src, msgs); err != nil {
+		return "", nil, err
+	}
+	ids := toolUseIDs(msgs)
 	for i, m := range msgs {
 		at := fmt.Sprintf("Messages[%d]", i)
 		if m.Name != "" {
@@ -264,13 +268,13 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 				input, err := toolInput(tc.Function.Arguments)
 				if err != nil {
 					return "", nil, unsupported(src, fmt.Sprintf("%s.ToolCalls[%d].Function.Arguments", at, j),
-						"not a JSON object; Anthropic takes a tool call's input as an object")
+						err.Error()+" (legal on Anthropic: a JSON object, or empty for a call without arguments; the Messages API takes a tool call's input as an object)")
 				}
-				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+				blocks = append(blocks, wireBlock{Type: "tool_use", ID: ids(tc.ID), Name: tc.Function.Name, Input: input})
 			}
 			add(i, "assistant", blocks)
 		case transport.RoleTool:
-			result := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: blocks}
+			result := wireBlock{Type: "tool_result", ToolUseID: ids(m.ToolCallID), Content: blocks}
 			add(i, "user", []wireBlock{result})
 		}
 	}
@@ -294,6 +298,137 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 		}
 	}
 	return strings.Join(system, "\n\n"), out, nil
+}
+
+// pairedToolTurns checks the tool conversation as the Messages API reads
+// it once consecutive messages of a role are one turn (tool results are
+// user turns): the turn after an assistant turn with tool_use blocks begins
+// with a tool_result for each of them, and every tool_result answers a
+// tool_use of the assistant turn just before. An assistant turn that asks
+// for tools may end the conversation.
+func pairedToolTurns(src transport.Source, msgs []transport.Message) error {
+	type turn struct {
+		assistant bool
+		msgs      []int
+	}
+	var turns []turn
+	for i, m := range msgs {
+		if m.Role == transport.RoleSystem || m.Role == transport.RoleDeveloper {
+			continue
+		}
+		a := m.Role == transport.RoleAssistant
+		if n := len(turns); n > 0 && turns[n-1].assistant == a {
+			turns[n-1].msgs = append(turns[n-1].msgs, i)
+			continue
+		}
+		turns = append(turns, turn{assistant: a, msgs: []int{i}})
+	}
+	for k, t := range turns {
+		if t.assistant {
+			continue
+		}
+		asked := map[string]bool{}
+		if k > 0 {
+			for _, i := range turns[k-1].msgs {
+				for _, tc := range msgs[i].ToolCalls {
+					asked[tc.ID] = true
+				}
+			}
+		}
+		answered := map[string]bool{}
+		text := -1 // the first user message of the turn with content
+		for _, i := range t.msgs {
+			m := msgs[i]
+			if m.Role != transport.RoleTool {
+				if text < 0 && (m.Content != "" || len(m.Parts) > 0) {
+					text = i
+				}
+				continue
+			}
+			at := fmt.Sprintf("Messages[%d].ToolCallID", i)
+			if !asked[m.ToolCallID] {
+				return unsupported(src, at, fmt.Sprintf("%q answers no tool call of the assistant message just before it (legal on Anthropic: the ID of a call that message made)", m.ToolCallID))
+			}
+			if text >= 0 {
+				return unsupported(src, at, fmt.Sprintf("a tool result after the user message Messages[%d] (legal on Anthropic: tool results right after the assistant message that made the calls, before any user message)", text))
+			}
+			answered[m.ToolCallID] = true
+		}
+		if k == 0 {
+			continue
+		}
+		for _, i := range turns[k-1].msgs {
+			for j, tc := range msgs[i].ToolCalls {
+				if !answered[tc.ID] {
+					return unsupported(src, fmt.Sprintf("Messages[%d].ToolCalls[%d].ID", i, j),
+						fmt.Sprintf("%q has no tool result right after the assistant message (legal on Anthropic: a tool message answering each call, right after the assistant message and before any user message)", tc.ID))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// toolUseIDs maps the tool-call IDs of msgs to IDs the Messages API takes
+// (letters, digits, '_' and '-'). An ID only pairs a call with its result
+// within the request, so an ID from another provider with other characters
+// ("functions.get_weather:0") is sent with each of them replaced by '_' —
+// the same for the call and its result — and, when that is another ID of
+// the request, with "_2", "_3", … added, so that no two IDs become one.
+// Valid IDs are sent as they are.
+func toolUseIDs(msgs []transport.Message) func(string) string {
+	var seen []string
+	used := map[string]bool{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			seen = append(seen, tc.ID)
+		}
+		if m.ToolCallID != "" {
+			seen = append(seen, m.ToolCallID)
+		}
+	}
+	for _, id := range seen {
+		if validToolUseID(id) {
+			used[id] = true
+		}
+	}
+	mapped := map[string]string{}
+	for _, id := range seen {
+		if validToolUseID(id) || mapped[id] != "" {
+			continue
+		}
+		base := strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+				return r
+			}
+			return '_'
+		}, id)
+		out := base
+		for n := 2; used[out]; n++ {
+			out = fmt.Sprintf("%s_%d", base, n)
+		}
+		used[out] = true
+		mapped[id] = out
+	}
+	return func(id string) string {
+		if out, ok := mapped[id]; ok {
+			return out
+		}
+		return id
+	}
+}
+
+// validToolUseID reports an ID the Messages API takes as a tool_use id.
+func validToolUseID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // whitespaceOnly reports a turn whose blocks are all text with nothing but
@@ -353,16 +488,33 @@ func imageSource(u string) (*wireImage, error) {
 	return &wireImage{Type: "base64", MediaType: mediaType, Data: data}, nil
 }
 
-// toolInput is a tool call's arguments as the JSON object Anthropic takes;
-// empty arguments are an empty object.
+// toolInput is a tool call's arguments as the JSON object Anthropic takes:
+// empty arguments (or whitespace only), which is what a model that called a
+// tool without arguments may have streamed, are the empty object. Anything
+// else that is not a JSON object — malformed JSON, an array, a string, a
+// number, null — cannot be sent: rewriting it would change what the model
+// said in the history, so it is an error saying what the text is.
 func toolInput(args string) (json.RawMessage, error) {
 	a := bytes.TrimSpace([]byte(args))
 	if len(a) == 0 {
 		return json.RawMessage(`{}`), nil
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(a, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("not a JSON object")
+	var v any
+	if err := json.Unmarshal(a, &v); err != nil {
+		return nil, fmt.Errorf("not valid JSON")
 	}
-	return json.RawMessage(a), nil
+	switch v.(type) {
+	case map[string]any:
+		return json.RawMessage(a), nil
+	case []any:
+		return nil, fmt.Errorf("a JSON array, not an object")
+	case string:
+		return nil, fmt.Errorf("a JSON string, not an object")
+	case nil:
+		return nil, fmt.Errorf("JSON null, not an object")
+	case bool:
+		return nil, fmt.Errorf("a JSON boolean, not an object")
+	default:
+		return nil, fmt.Errorf("a JSON number, not an object")
+	}
 }

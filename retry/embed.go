@@ -39,7 +39,8 @@ func (e *Embed) BatchSize() int { return e.l.minBatch }
 // ranges (errors.As into *pgw.BatchError matches it); errors.As reaches each range's own error. A call that is
 // not split returns its error as is.
 //
-// A request without inputs is a *transport.RequestError before admission,
+// A request without inputs, or with an input that is the empty string, is a
+// *transport.RequestError before admission,
 // reported to the observer as one CallResult "caller_error" without
 // attempts.
 func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transport.EmbedResponse, error) {

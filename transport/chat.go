@@ -105,8 +105,9 @@ type FunctionDefinition struct {
 	// it.
 	Description string `json:"description,omitempty"`
 	// Parameters is the JSON schema of the arguments, as any value that
-	// encodes to a JSON object (a map, a struct, a json.RawMessage); nil
-	// means a function without arguments.
+	// encodes to a JSON object (a map, a struct, a json.RawMessage); nil —
+	// or a nil map or json.RawMessage, JSON null, empty text — means a
+	// function without arguments.
 	Parameters any `json:"parameters,omitempty"`
 	// Strict asks the provider to guarantee arguments that match the
 	// schema exactly (OpenAI only).

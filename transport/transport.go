@@ -26,8 +26,10 @@ type HTTPError = errs.HTTPError
 
 // EmbedRequest asks for one vector per input.
 type EmbedRequest struct {
-	// Inputs are the texts to embed: at least one. The gateway splits more
-	// inputs than the scope's smallest BATCH_SIZE into sub-batches.
+	// Inputs are the texts to embed: at least one, none the empty string
+	// (the embeddings API rejects it; whitespace is sent). The gateway
+	// splits more inputs than the scope's smallest BATCH_SIZE into
+	// sub-batches.
 	Inputs []string
 	// Model, when empty, is the source's configured model.
 	Model string

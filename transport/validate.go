@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -61,7 +62,9 @@ type ChatValidator interface {
 // unknown roles and part types, empty image URLs, tool calls outside
 // assistant messages, tool results without their call's ID, unnamed or
 // badly named tools, ParallelToolCalls without Tools, an unknown tool
-// choice or response format, and out-of-range sampling values.
+// choice, "required" without Tools, a ToolChoiceFunction naming a function
+// that is not one of Tools, an unknown response format, and out-of-range
+// sampling values.
 func (r ChatRequest) Validate() error {
 	bad := func(field, problem string) error { return &RequestError{Field: field, Problem: problem} }
 	if len(r.Messages) == 0 {
@@ -145,19 +148,24 @@ func (r ChatRequest) Validate() error {
 	case string:
 		switch c {
 		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+		case "any":
+			return bad("ToolChoice", `"any" (legal: auto, none, required, or a ToolChoiceFunction; "required" is sent to Anthropic as its "any")`)
 		default:
 			return bad("ToolChoice", fmt.Sprintf("%q (legal: auto, none, required, or a ToolChoiceFunction)", c))
 		}
 		if c == ToolChoiceRequired && len(r.Tools) == 0 {
-			return bad("ToolChoice", "required without Tools")
+			return bad("ToolChoice", "required without Tools (legal: offer at least one tool in Tools, or leave ToolChoice nil)")
 		}
 	case ToolChoiceFunction:
-		if !names[c.Name] {
-			return bad("ToolChoice", fmt.Sprintf("function %q is not one of Tools", c.Name))
+		if err := r.chosenTool(c.Name); err != nil {
+			return err
 		}
 	case *ToolChoiceFunction:
-		if c == nil || !names[c.Name] {
-			return bad("ToolChoice", "names a function that is not one of Tools")
+		if c == nil {
+			return bad("ToolChoice", "a nil *ToolChoiceFunction (legal: nil, \"auto\", \"none\", \"required\", or a ToolChoiceFunction naming one of Tools)")
+		}
+		if err := r.chosenTool(c.Name); err != nil {
+			return err
 		}
 	default:
 		return bad("ToolChoice", fmt.Sprintf("a %T (legal: nil, \"auto\", \"none\", \"required\", or a ToolChoiceFunction)", c))
@@ -180,11 +188,12 @@ func (r ChatRequest) Validate() error {
 			if !validName(rf.JSONSchema.Name) {
 				return bad("ResponseFormat.JSONSchema.Name", fmt.Sprintf("%q (legal: 1 to 64 letters, digits, '_' or '-')", rf.JSONSchema.Name))
 			}
-			if rf.JSONSchema.Schema == nil {
-				return bad("ResponseFormat.JSONSchema.Schema", "nil (legal: a JSON schema object)")
-			}
-			if _, err := SchemaJSON(rf.JSONSchema.Schema); err != nil {
+			schema, err := SchemaJSON(rf.JSONSchema.Schema)
+			if err != nil {
 				return bad("ResponseFormat.JSONSchema.Schema", err.Error())
+			}
+			if schema == nil {
+				return bad("ResponseFormat.JSONSchema.Schema", "no schema (legal: a JSON schema object)")
 			}
 		default:
 			return bad("ResponseFormat.Type", fmt.Sprintf("%q (legal: text, json_object, json_schema)", rf.Type))
@@ -212,11 +221,33 @@ func (r ChatRequest) Validate() error {
 	return nil
 }
 
+// chosenTool checks that a ToolChoiceFunction names one of the request's
+// tools (Validate has checked the tools themselves).
+func (r ChatRequest) chosenTool(name string) error {
+	if len(r.Tools) == 0 {
+		return &RequestError{Field: "ToolChoice", Problem: fmt.Sprintf("function %q without Tools (legal: the name of a function offered in Tools)", name)}
+	}
+	offered := make([]string, 0, len(r.Tools))
+	for _, t := range r.Tools {
+		if t.Function.Name == name {
+			return nil
+		}
+		offered = append(offered, fmt.Sprintf("%q", t.Function.Name))
+	}
+	return &RequestError{Field: "ToolChoice", Problem: fmt.Sprintf("function %q is not one of Tools (legal: one of %s)", name, strings.Join(offered, ", "))}
+}
+
 // Validate checks what is illegal whatever the provider: an embedding
-// request without inputs.
+// request without inputs, or with an empty input (the embeddings API takes
+// no empty string; whitespace is text and is sent).
 func (r EmbedRequest) Validate() error {
 	if len(r.Inputs) == 0 {
 		return &RequestError{Request: "embedding", Field: "Inputs", Problem: "empty (legal: at least one input)"}
+	}
+	for i, in := range r.Inputs {
+		if in == "" {
+			return &RequestError{Request: "embedding", Field: fmt.Sprintf("Inputs[%d]", i), Problem: "the empty string (legal: text of at least one character)"}
+		}
 	}
 	return nil
 }
@@ -232,7 +263,8 @@ func (r OCRRequest) Validate() error {
 
 // SchemaJSON encodes a JSON schema given as any value (a map, a struct, a
 // json.RawMessage, a []byte or string of JSON) and checks that it is a JSON
-// object. nil gives nil.
+// object. No schema gives nil: nil, a nil map, pointer or json.RawMessage,
+// empty JSON text, or JSON null.
 func SchemaJSON(v any) (json.RawMessage, error) {
 	var raw []byte
 	switch s := v.(type) {
@@ -250,6 +282,9 @@ func SchemaJSON(v any) (json.RawMessage, error) {
 			return nil, fmt.Errorf("does not encode to JSON: %v", err)
 		}
 		raw = b
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
