@@ -86,8 +86,9 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 
 // acquire is Acquire; when take is not nil it is asked, under the source's
 // lock, once the limits would admit and before anything is reserved, so
-// that its rejection reserves nothing (AdmitBudget).
-func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func() gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
+// that its rejection reserves nothing (AdmitBudget). take is given the
+// instant the quota read its clock at, zero when it read none.
+func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func(now time.Time) gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
 	if err := ctx.Err(); err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
 	}
@@ -101,7 +102,7 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 	}
 	if s == nil {
 		if take != nil {
-			if bd := take(); !bd.Allowed {
+			if bd := take(time.Time{}); !bd.Allowed {
 				return gate.Permit{}, budgetRejection(bd), nil
 			}
 		}
@@ -144,7 +145,7 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 		return gate.Permit{}, gate.QuotaDecision{RetryAfter: ra, Limit: limit}, nil
 	}
 	if take != nil {
-		if bd := take(); !bd.Allowed {
+		if bd := take(now); !bd.Allowed {
 			s.mu.Unlock()
 			return gate.Permit{}, budgetRejection(bd), nil
 		}
@@ -291,9 +292,10 @@ func (q *Quota) AdmitBudget(ctx context.Context, b gate.ProviderGate, budget gat
 	if d, err = mb.TryEnter(ctx, source); err != nil || !d.Allowed {
 		return d, p, qd, true, err
 	}
-	p, qd, err = q.acquire(ctx, source, estTokens, func() gate.BudgetDecision {
-		bd, _ := mg.Take(ctx, source, estTokens) // the memory budget never fails
-		return bd
+	p, qd, err = q.acquire(ctx, source, estTokens, func(now time.Time) gate.BudgetDecision {
+		// The budget takes the quota's reading of the clock when both
+		// read the system clock: one reading for the two.
+		return mg.takeAt(source, estTokens, q.clock, now)
 	})
 	if err != nil || !qd.Allowed {
 		if _, rerr := mb.Record(ctx, source, d, gate.Released); rerr != nil && err == nil {
