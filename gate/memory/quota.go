@@ -176,23 +176,28 @@ func (q *Quota) Settle(_ context.Context, p gate.Permit, actualTokens int64) err
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Settle", Source: p.Source, Tokens: actualTokens}
 	}
-	s := q.sources[p.Source]
+	q.settle(q.sources[p.Source], p, actualTokens)
+	return nil
+}
+
+// settle is Settle on p's source's account s (nil: unlimited), found by
+// the caller; actualTokens ≥ 0.
+func (q *Quota) settle(s *quotaSource, p gate.Permit, actualTokens int64) {
 	if s == nil || s.tpm.Drain == 0 || actualTokens == p.Tokens {
-		return nil
+		return
 	}
 	delta := s.tpm.clampDelta(actualTokens-p.Tokens, s.limits.TPM)
 	if delta < 0 {
 		s.mu.Lock()
 		s.tpm.level = max(s.tpm.level+delta, 0)
 		s.mu.Unlock()
-		return nil
+		return
 	}
 	us := q.clock.Now().UnixMicro()
 	s.mu.Lock()
 	s.tpm.drain(us)
 	s.tpm.level = min(s.tpm.level+delta, 2*s.tpm.Capacity)
 	s.mu.Unlock()
-	return nil
 }
 
 // Release frees p's in-flight slot. A permit already released, a zero
@@ -201,9 +206,15 @@ func (q *Quota) Release(_ context.Context, p gate.Permit) error {
 	if p.Lease == 0 {
 		return nil
 	}
-	s := q.sources[p.Source]
-	if s == nil {
-		return nil
+	release(q.sources[p.Source], p)
+	return nil
+}
+
+// release is Release on p's source's account s (nil: unlimited), found by
+// the caller.
+func release(s *quotaSource, p gate.Permit) {
+	if s == nil || p.Lease == 0 {
+		return
 	}
 	slot, gen := p.Lease&slotMask, p.Lease>>slotBits
 	s.mu.Lock()
@@ -212,19 +223,21 @@ func (q *Quota) Release(_ context.Context, p gate.Permit) error {
 		s.free = append(s.free, uint32(slot))
 	}
 	s.mu.Unlock()
-	return nil
 }
 
 // Finish settles p to actualTokens and releases its slot: Settle then
 // Release, as gate.Finisher asks (the Redis gate makes the pair one round
 // trip; here it is two short critical sections). A negative actualTokens is
 // a *gate.TokensError and releases nothing.
-func (q *Quota) Finish(ctx context.Context, p gate.Permit, actualTokens int64) error {
+func (q *Quota) Finish(_ context.Context, p gate.Permit, actualTokens int64) error {
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
 	}
-	_ = q.Settle(ctx, p, actualTokens) // fails only on negative tokens
-	return q.Release(ctx, p)
+	// The source's account is looked up once for the two.
+	s := q.sources[p.Source]
+	q.settle(s, p, actualTokens)
+	release(s, p)
+	return nil
 }
 
 // Limits returns the limits NewQuota was given for source; ok is false for a
