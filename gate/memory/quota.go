@@ -20,6 +20,26 @@ import (
 type Quota struct {
 	clock   gate.Clock
 	sources map[string]*quotaSource // read-only after NewQuota
+	few     []namedQuota            // the same, when at most maxFewRecords
+}
+
+type namedQuota struct {
+	name string
+	s    *quotaSource
+}
+
+// source returns source's account, nil for an unlimited source. A few
+// sources are found by comparing names, which costs less than hashing one.
+func (q *Quota) source(source string) *quotaSource {
+	if q.few != nil {
+		for i := range q.few {
+			if q.few[i].name == source {
+				return q.few[i].s
+			}
+		}
+		return nil
+	}
+	return q.sources[source]
 }
 
 var (
@@ -73,6 +93,12 @@ func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
 		}
 		q.sources[name] = s
 	}
+	if n := len(q.sources); n > 0 && n <= maxFewRecords {
+		q.few = make([]namedQuota, 0, n)
+		for name, s := range q.sources {
+			q.few = append(q.few, namedQuota{name: name, s: s})
+		}
+	}
 	return q, nil
 }
 
@@ -92,7 +118,7 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 	if err := ctx.Err(); err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
 	}
-	s := q.sources[source]
+	s := q.source(source)
 	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
 		tpm := 0
 		if s != nil {
@@ -176,7 +202,7 @@ func (q *Quota) Settle(_ context.Context, p gate.Permit, actualTokens int64) err
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Settle", Source: p.Source, Tokens: actualTokens}
 	}
-	q.settle(q.sources[p.Source], p, actualTokens)
+	q.settle(q.source(p.Source), p, actualTokens)
 	return nil
 }
 
@@ -206,7 +232,7 @@ func (q *Quota) Release(_ context.Context, p gate.Permit) error {
 	if p.Lease == 0 {
 		return nil
 	}
-	release(q.sources[p.Source], p)
+	release(q.source(p.Source), p)
 	return nil
 }
 
@@ -234,7 +260,7 @@ func (q *Quota) Finish(_ context.Context, p gate.Permit, actualTokens int64) err
 		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
 	}
 	// The source's account is looked up once for the two.
-	s := q.sources[p.Source]
+	s := q.source(p.Source)
 	q.settle(s, p, actualTokens)
 	release(s, p)
 	return nil
@@ -243,7 +269,7 @@ func (q *Quota) Finish(_ context.Context, p gate.Permit, actualTokens int64) err
 // Limits returns the limits NewQuota was given for source; ok is false for a
 // source it was not given (which is unlimited).
 func (q *Quota) Limits(source string) (l gate.Limits, ok bool) {
-	if s := q.sources[source]; s != nil {
+	if s := q.source(source); s != nil {
 		return s.limits, true
 	}
 	return gate.Limits{}, false
@@ -252,7 +278,7 @@ func (q *Quota) Limits(source string) (l gate.Limits, ok bool) {
 // InFlight returns the number of in-flight slots of source now held; 0 for
 // a source without MaxInFlight.
 func (q *Quota) InFlight(source string) int {
-	s := q.sources[source]
+	s := q.source(source)
 	if s == nil || s.slots == nil {
 		return 0
 	}
