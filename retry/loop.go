@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,7 +79,8 @@ type Config struct {
 type Loop struct {
 	scope       string
 	sources     map[string]config.Source
-	order       []string // source names in settings order
+	order       []string        // source names in settings order
+	few         []config.Source // the sources, when at most maxFewSources
 	adm         *admission.SourceAdmission
 	maxAttempts int
 	window      time.Duration
@@ -151,6 +153,9 @@ func New(cfg Config) (*Loop, error) {
 			l.minBatch = s.BatchSize
 		}
 	}
+	if len(sc.Sources) <= maxFewSources {
+		l.few = slices.Clone(sc.Sources)
+	}
 	adm, err := admission.New(admission.Config{
 		Scope:        sc.Name,
 		Sources:      srcs,
@@ -181,6 +186,23 @@ func New(cfg Config) (*Loop, error) {
 	}
 	l.adm = adm
 	return l, nil
+}
+
+// maxFewSources is how many sources source finds by comparing names.
+const maxFewSources = 4
+
+// source returns the settings of the source named name. A few sources are
+// found by comparing names, which costs less than hashing one.
+func (l *Loop) source(name string) config.Source {
+	if l.few != nil {
+		for i := range l.few {
+			if l.few[i].Name == name {
+				return l.few[i]
+			}
+		}
+		return config.Source{}
+	}
+	return l.sources[name]
 }
 
 // ConfigError lists every invalid field of a loop's Config.
@@ -408,7 +430,7 @@ type attemptState struct {
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
 func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport, as *attemptState) (v T, class Class, err error) {
-	src := l.sources[t.Source]
+	src := l.source(t.Source)
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
 	// the call's own Ctx it registers directly, with no hook of its own.
