@@ -121,6 +121,7 @@ type SourceAdmission struct {
 	lat         *Latency
 	balance     Balance
 	adv         *advertiser // nil: no advertised budget
+	heard       []*heard    // adv's, by selector index; nil: no advertised budget
 	writer      *Writer
 	admitter    gate.Admitter  // the quota gate when it can admit with the breaker
 	concluder   gate.Concluder // the quota gate when it can give back with the breaker
@@ -237,6 +238,10 @@ func New(cfg Config) (*SourceAdmission, error) {
 	a.w = newWatch(a, cfg.Observer)
 	if cfg.Advertising.Budget != nil {
 		a.adv = newAdvertiser(cfg.Advertising, cfg.Sources)
+		a.heard = make([]*heard, len(a.sel.sources))
+		for i, src := range a.sel.sources {
+			a.heard[i] = a.adv.sources[src.Name]
+		}
 	}
 	if a.writer != nil {
 		a.probes = make([]probeWait, len(a.sel.sources))
@@ -367,7 +372,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			err      error
 		)
 		if a.admitter != nil && !paceFull {
-			d, p, qd, took, combined, err = a.admit(ctx, name, estTokens)
+			d, p, qd, took, combined, err = a.admit(ctx, i, name, estTokens)
 		}
 		if !combined {
 			d, err = a.breaker.TryEnter(ctx, name)
@@ -436,7 +441,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			}
 			t.permit, t.hasPermit = p, true
 		}
-		if a.adv != nil && !took.budget && !a.adv.silent(name) {
+		if a.adv != nil && !took.budget && !a.silentAt(i) {
 			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
 				t.giveBack(ctx)
 				rej = a.reject(rej, r, limit, clock)
@@ -459,6 +464,17 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		return nil, rej, gateErr
 	}
 	return nil, rej, nil
+}
+
+// silentAt reports whether Pick may skip the budget of the source at
+// selector index i (found without a lookup by name); false without an
+// advertised budget.
+func (a *SourceAdmission) silentAt(i int) bool {
+	if a.heard == nil {
+		return false
+	}
+	h := a.heard[i]
+	return h != nil && h.silent.Load()
 }
 
 // waitable reports whether OnNoRunnable would wait on rej rather than end

@@ -19,9 +19,10 @@ type admitted struct {
 // Pick would ask it and the quota gate can (gate.BudgetAdmitter): on Redis
 // one round trip for all three. Pick has taken the source's pacer slot
 // before, so a full window leaves the quota and the budget untouched. ok is
-// false when the quota gate cannot combine with the breaker.
-func (a *SourceAdmission) admit(ctx context.Context, name string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, took admitted, ok bool, err error) {
-	if ba, can := a.admitter.(gate.BudgetAdmitter); can && a.adv != nil && !a.adv.silent(name) {
+// false when the quota gate cannot combine with the breaker. i is name's
+// selector index.
+func (a *SourceAdmission) admit(ctx context.Context, i int, name string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, took admitted, ok bool, err error) {
+	if ba, can := a.admitter.(gate.BudgetAdmitter); can && a.adv != nil && !a.silentAt(i) {
 		d, p, qd, ok, err = ba.AdmitBudget(ctx, a.breaker, a.adv.Budget, name, estTokens)
 		if ok {
 			took.budget = true

@@ -55,12 +55,6 @@ func newAdvertiser(adv Advertising, sources []Source) *advertiser {
 	return a
 }
 
-// silent reports whether Pick may skip source's budget.
-func (a *advertiser) silent(source string) bool {
-	h := a.sources[source]
-	return h != nil && h.silent.Load()
-}
-
 // heardAnswer books one answer of source at now.
 func (a *advertiser) heardAnswer(source string, rl provider.RateLimits, now time.Time) {
 	h := a.sources[source]

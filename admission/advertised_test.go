@@ -237,3 +237,47 @@ func TestSilentSourcesCostNoBudgetRoundTrip(t *testing.T) {
 	pick()
 	assert.Equal(t, 2, cb.takes, "silent again once the figures heard have reset")
 }
+
+// A silent source is spared the budget whatever its place in the
+// configuration: here the source tried first is the one configured second.
+// Its budget is spent behind the admission's back, and it has just answered
+// without figures: Pick admits it without asking the budget, with the
+// quota asked on its own and with a quota that combines the budget with
+// the breaker.
+func TestSilenceIsTheSourcesOwnWhateverItsPlace(t *testing.T) {
+	for _, combined := range []bool{false, true} {
+		var bg *memory.Budget
+		f := newFixture(t, func(c *admission.Config) {
+			c.Sources = []admission.Source{{Name: "s1", Priority: 1}, {Name: "s2"}}
+			bg = memory.NewBudget(memory.WithClock(c.Clock))
+			c.Advertising = admission.Advertising{Budget: bg}
+			if combined {
+				q, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1000}, "s2": {RPM: 1000}}, memory.WithClock(c.Clock))
+				require.NoError(t, err)
+				b, err := memory.NewBreaker(gate.Policy{}, memory.WithClock(c.Clock))
+				require.NoError(t, err)
+				c.Quota, c.Breaker = q, b
+			}
+		})
+		ctx := context.Background()
+		spent := gate.Advertised{
+			Requests: gate.AdvertisedWindow{Limit: 10, Remaining: 0, Reset: time.Minute},
+			Tokens:   gate.UnknownWindow,
+		}
+		require.NoError(t, bg.Refresh(ctx, "s2", spent))
+		tk, rej, err := f.adm.Pick(ctx, nil, 1)
+		require.NoError(t, err)
+		require.NotNil(t, tk)
+		assert.Equal(t, "s1", tk.Source, "combined=%v: s2's spent budget is asked before s2 is silent", combined)
+		require.Len(t, rej, 1)
+		assert.Equal(t, "s2", rej[0].Source)
+		require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success}))
+
+		f.adm.Advertise(ctx, "s2", f.adm.ReadAnswer("s2", http.Header{}))
+		tk, _, err = f.adm.Pick(ctx, nil, 1)
+		require.NoError(t, err)
+		require.NotNil(t, tk)
+		assert.Equal(t, "s2", tk.Source, "combined=%v: a silent s2 is admitted without its budget", combined)
+		require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success}))
+	}
+}

@@ -49,7 +49,19 @@ func (a *SourceAdmission) NewCall(stall StallBudget) *Call {
 // struct of its caller (or is reused for another call once the last one
 // is over): everything of a previous call is forgotten.
 func (c *Call) Init(a *SourceAdmission, stall StallBudget) {
-	*c = Call{a: a, stall: stall}
+	if !c.clean() {
+		*c = Call{}
+	}
+	c.a, c.stall = a, stall
+}
+
+// clean reports whether everything of c but its admission and stall budget
+// is zero, as a Call that never waited or failed leaves it: Init then sets
+// those two alone, rather than clearing the whole struct (under the GC's
+// write barrier, which a struct with pointers pays for every word).
+func (c *Call) clean() bool {
+	return c.fails == nil && !c.waiting && c.since.IsZero() && c.naps == 0 &&
+		c.kind == "" && c.hint == 0 && c.reasons == nil && c.wctx == nil
 }
 
 // Failed demotes source for the rest of the call: later rounds try it after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,33 @@ func TestOCRDemotesASourceThatFailedInThisCall(t *testing.T) {
 	_, err := retry.NewOCR(e.loop, f, 0).OCR(context.Background(), transport.OCRRequest{Image: []byte("x")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"s1", "s2"}, f.sources())
+}
+
+// Each attempt gets the settings of the source admission picked, with a
+// few sources and with many: every source but the last fails once, so the
+// call walks them all, each attempt with its own source's base URL.
+func TestRunHandsEachAttemptItsSourcesSettings(t *testing.T) {
+	for _, ns := range [][]string{{"a", "ab", "b"}, {"a", "ab", "abc", "b", "ba", "c"}} {
+		e := newEnv(t, withScope(func(s *config.ScopeSettings) {
+			s.Sources = nil
+			for i, n := range ns {
+				s.Sources = append(s.Sources, config.Source{Name: n, Priority: i, BaseURL: "http://" + n + ".test", Timeout: time.Duration(i+1) * time.Second})
+			}
+			s.MaxAttempts = len(ns)
+		}), func(c *retry.Config) { c.Breaker = gate.Noop{} })
+		var seen []string
+		v, err := retry.Run(context.Background(), e.loop, 1, func(_ context.Context, src config.Source) (string, transport.Usage, error) {
+			seen = append(seen, src.Name)
+			if src.BaseURL != "http://"+src.Name+".test" {
+				t.Errorf("%d sources: attempt on %q got the settings of another source: BaseURL %q", len(ns), src.Name, src.BaseURL)
+			}
+			if src.Name != ns[len(ns)-1] {
+				return "", transport.Usage{}, httpErr(500, 0, "down")
+			}
+			return "ok@" + src.Name, transport.Usage{}, nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, "ok@"+ns[len(ns)-1], v)
+		assert.Equal(t, ns, seen, "%d sources: one attempt per source, in priority order", len(ns))
+	}
 }

@@ -277,7 +277,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	}()
 	start := func(t *admission.Ticket, hedge bool) {
 		lg := &leg{t: t, hedge: hedge, ar: rep.beginAttempt(t, *attempts)}
-		src := l.sources[t.Source]
+		src := l.source(t.Source)
 		lctx := lg.ar.context(ctx) // the observer's attempt ctx (trace context)
 		actx, cancel := context.WithCancel(lctx)
 		if src.Timeout > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,27 +77,29 @@ type Config struct {
 // share it between the scope's calls: it is safe for concurrent use when its
 // gates, pacer, sleep and rand are (the defaults are).
 type Loop struct {
-	scope       string
-	sources     map[string]config.Source
-	order       []string // source names in settings order
-	adm         *admission.SourceAdmission
-	maxAttempts int
-	window      time.Duration
-	demote      bool
-	backoff     Backoff
-	classify    func(error) Class
-	clock       gate.Clock
-	sleep       func(context.Context, time.Duration) error
-	rand        func() float64
-	log         *slog.Logger
-	deliveries  Deliveries
-	minBatch    int
-	obs         observe.Full // nil: no observer
-	tr          observe.ContextObserver
-	hedge       *hedging // nil: the scope does not hedge
-	hedgeObs    observe.HedgeObserver
-	wall        bool           // clock is the system's: nowAfter may read the monotonic clock alone
-	legs        sync.WaitGroup // hedged attempts running on goroutines of their own
+	scope          string
+	sources        map[string]config.Source
+	order          []string        // source names in settings order
+	few            []config.Source // the sources, when at most maxFewSources
+	adm            *admission.SourceAdmission
+	maxAttempts    int
+	window         time.Duration
+	demote         bool
+	backoff        Backoff
+	classify       func(error) Class
+	clock          gate.Clock
+	sleep          func(context.Context, time.Duration) error
+	rand           func() float64
+	log            *slog.Logger
+	deliveries     Deliveries
+	minBatch       int
+	obs            observe.Full // nil: no observer
+	tr             observe.ContextObserver
+	hedge          *hedging // nil: the scope does not hedge
+	hedgeObs       observe.HedgeObserver
+	wall           bool           // clock is the system's: nowAfter may read the monotonic clock alone
+	inlineGiveBack bool           // no Writer: a ticket's Done gives back before it returns
+	legs           sync.WaitGroup // hedged attempts running on goroutines of their own
 }
 
 // New builds the loop of cfg.Scope.
@@ -110,20 +113,21 @@ func New(cfg Config) (*Loop, error) {
 		bad = append(bad, fmt.Sprintf("Scope.StallWindow=%v (legal: > 0, or 0 for %v)", sc.StallWindow, config.DefaultStallWindow))
 	}
 	l := &Loop{
-		scope:       sc.Name,
-		sources:     make(map[string]config.Source, len(sc.Sources)),
-		maxAttempts: sc.MaxAttempts,
-		window:      sc.StallWindow,
-		demote:      true,
-		backoff:     cfg.Backoff,
-		classify:    cfg.Classify,
-		clock:       cfg.Clock,
-		sleep:       cfg.Sleep,
-		rand:        cfg.Rand,
-		log:         cfg.Logger,
-		obs:         observe.AsFull(cfg.Observer),
-		tr:          observe.AsContext(cfg.Observer),
-		hedge:       newHedging(sc, cfg.HedgeTimer),
+		scope:          sc.Name,
+		sources:        make(map[string]config.Source, len(sc.Sources)),
+		maxAttempts:    sc.MaxAttempts,
+		window:         sc.StallWindow,
+		demote:         true,
+		backoff:        cfg.Backoff,
+		classify:       cfg.Classify,
+		clock:          cfg.Clock,
+		sleep:          cfg.Sleep,
+		rand:           cfg.Rand,
+		log:            cfg.Logger,
+		obs:            observe.AsFull(cfg.Observer),
+		tr:             observe.AsContext(cfg.Observer),
+		hedge:          newHedging(sc, cfg.HedgeTimer),
+		inlineGiveBack: cfg.Writer == nil,
 	}
 	l.hedgeObs, _ = cfg.Observer.(observe.HedgeObserver)
 	if l.classify == nil {
@@ -150,6 +154,9 @@ func New(cfg Config) (*Loop, error) {
 		if s.BatchSize > 0 && (l.minBatch == 0 || s.BatchSize < l.minBatch) {
 			l.minBatch = s.BatchSize
 		}
+	}
+	if len(sc.Sources) <= maxFewSources {
+		l.few = slices.Clone(sc.Sources)
 	}
 	adm, err := admission.New(admission.Config{
 		Scope:        sc.Name,
@@ -181,6 +188,23 @@ func New(cfg Config) (*Loop, error) {
 	}
 	l.adm = adm
 	return l, nil
+}
+
+// maxFewSources is how many sources source finds by comparing names.
+const maxFewSources = 4
+
+// source returns the settings of the source named name. A few sources are
+// found by comparing names, which costs less than hashing one.
+func (l *Loop) source(name string) config.Source {
+	if l.few != nil {
+		for i := range l.few {
+			if l.few[i].Name == name {
+				return l.few[i]
+			}
+		}
+		return config.Source{}
+	}
+	return l.sources[name]
 }
 
 // ConfigError lists every invalid field of a loop's Config.
@@ -309,6 +333,11 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		// call reuses their state (start and Init overwrite it whole).
 		defer st.release()
 	}
+	// Run's attempts, on gates that give back on the caller's goroutine
+	// and without hedges, leave nothing holding their ticket once they
+	// return: the call's rounds take turns with the one in st.
+	_, plain := attempt.(plainAttempt[T])
+	reuse := plain && hc == nil && l.inlineGiveBack
 	attempts, failures := 0, 0
 	var last error
 	var failed map[string]string // source → class of its last failed attempt
@@ -316,10 +345,8 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		if attempts >= l.maxAttempts {
 			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
 		}
-		// The attempt's state is allocated with its ticket, in one piece;
-		// a round that admits nothing drops it.
-		as := new(attemptState)
-		t, rej, err := call.PickInto(ctx, estTokens, &as.ticket)
+		as, into := newAttempt(st, reuse)
+		t, rej, err := call.PickInto(ctx, estTokens, into)
 		if err != nil {
 			return zero, err
 		}
@@ -379,10 +406,13 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 }
 
 // roundState is a call's stall clock and admission call, one allocation
-// and pooled: both belong to the call's goroutine alone.
+// and pooled: both belong to the call's goroutine alone. ticket is the
+// call's attempts' ticket when nothing holds a ticket past its attempt
+// (newAttempt).
 type roundState struct {
-	stall StallClock
-	call  admission.Call
+	stall  StallClock
+	call   admission.Call
+	ticket admission.Ticket
 }
 
 var roundsPool = sync.Pool{New: func() any { return new(roundState) }}
@@ -402,13 +432,35 @@ type attemptState struct {
 	ctx     callctx.Ctx
 	hold    hold
 	answers answers
-	ticket  admission.Ticket // filled by the round's PickInto
+}
+
+// ticketedAttempt is an attempt's state allocated with its ticket, in one
+// piece, for an attempt whose ticket may outlive it (a stream keeps it, a
+// writer gives it back later, a hedge's race).
+type ticketedAttempt struct {
+	attemptState
+	ticket admission.Ticket // filled by the round's PickInto
+}
+
+// newAttempt allocates a round's attempt state and the ticket its PickInto
+// fills. With reuse, nothing holds a ticket of the call once its attempt
+// returned (the gates gave it back on the attempt's goroutine, and no
+// stream or hedge keeps it): the ticket is st's, zeroed, which spares each
+// attempt the ticket's allocation. A round that admits nothing drops the
+// state.
+func newAttempt(st *roundState, reuse bool) (*attemptState, *admission.Ticket) {
+	if reuse {
+		st.ticket = admission.Ticket{} // a previous round's or call's
+		return new(attemptState), &st.ticket
+	}
+	ta := new(ticketedAttempt)
+	return &ta.attemptState, &ta.ticket
 }
 
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
 func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport, as *attemptState) (v T, class Class, err error) {
-	src := l.sources[t.Source]
+	src := l.source(t.Source)
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
 	// the call's own Ctx it registers directly, with no hook of its own.

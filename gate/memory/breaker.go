@@ -19,11 +19,11 @@ type Breaker struct {
 	p     gate.Policy
 	clock gate.Clock
 	width int64 // window bucket width in ms; 0 when the window rule is off
-	// records maps a source to its record. The map is never modified once
+	// records maps a source to its record. The set is never modified once
 	// stored: a new source copies it under adding (sources are few and
-	// added once), so a lookup is one atomic load and a string-keyed map
-	// read, without the interface hashing of sync.Map.
-	records atomic.Pointer[map[string]*record]
+	// added once), so a lookup is one atomic load and a read of the set,
+	// without the interface hashing of sync.Map.
+	records atomic.Pointer[recordSet]
 	adding  sync.Mutex
 }
 
@@ -112,6 +112,33 @@ type lease struct {
 	until time.Time
 }
 
+// recordSet is the breaker's records by source. A few sources are found by
+// comparing names, which costs less than hashing one; more by the map.
+type recordSet struct {
+	m   map[string]*record
+	few []namedRecord // every record, when there are at most maxFewRecords
+}
+
+type namedRecord struct {
+	name string
+	r    *record
+}
+
+// maxFewRecords is how many sources a recordSet finds by comparing names.
+const maxFewRecords = 4
+
+func (rs *recordSet) get(source string) *record {
+	if rs.few != nil {
+		for i := range rs.few {
+			if rs.few[i].name == source {
+				return rs.few[i].r
+			}
+		}
+		return nil
+	}
+	return rs.m[source]
+}
+
 // record returns the record of source, adding a fresh Closed one on first
 // sight.
 func (b *Breaker) record(source string) *record {
@@ -121,8 +148,8 @@ func (b *Breaker) record(source string) *record {
 	b.adding.Lock()
 	defer b.adding.Unlock()
 	var cur map[string]*record
-	if m := b.records.Load(); m != nil {
-		cur = *m
+	if rs := b.records.Load(); rs != nil {
+		cur = rs.m
 	}
 	if r := cur[source]; r != nil {
 		return r // added meanwhile
@@ -132,18 +159,24 @@ func (b *Breaker) record(source string) *record {
 		leases:   make([]lease, 0, b.p.HalfOpenProbes),
 	}
 	fresh.word.Store(closedBit)
-	next := make(map[string]*record, len(cur)+1)
-	maps.Copy(next, cur)
-	next[source] = fresh
-	b.records.Store(&next)
+	next := &recordSet{m: make(map[string]*record, len(cur)+1)}
+	maps.Copy(next.m, cur)
+	next.m[source] = fresh
+	if len(next.m) <= maxFewRecords {
+		next.few = make([]namedRecord, 0, len(next.m))
+		for name, r := range next.m {
+			next.few = append(next.few, namedRecord{name: name, r: r})
+		}
+	}
+	b.records.Store(next)
 	return fresh
 }
 
 // peek returns the record of source, or nil when the source was never seen
 // (it reads as Closed).
 func (b *Breaker) peek(source string) *record {
-	if m := b.records.Load(); m != nil {
-		return (*m)[source]
+	if rs := b.records.Load(); rs != nil {
+		return rs.get(source)
 	}
 	return nil
 }

@@ -247,3 +247,34 @@ func TestFirstSightOfSourcesFromManyGoroutinesSharesOneRecord(t *testing.T) {
 		assert.Equal(t, gate.Open, s.State, "source s%d: %d failures counted", i, s.ConsecutiveFailures)
 	}
 }
+
+// Each source keeps a record of its own however many there are: as sources
+// are added one by one (past the few the breaker finds by name, into its
+// map), opening one leaves every other as it was, and names that share a
+// prefix or differ only in length are told apart.
+func TestBreakerKeepsEachSourceApartAsSourcesAreAdded(t *testing.T) {
+	ctx := context.Background()
+	b, err := memory.NewBreaker(gate.Policy{})
+	require.NoError(t, err)
+	names := []string{"a", "ab", "abc", "b", "ba", "c", "cc", "d"}
+	for n, name := range names {
+		d, err := b.TryEnter(ctx, name)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "source %q before it failed", name)
+		_, err = b.Record(ctx, name, d, gate.Fatal)
+		require.NoError(t, err)
+		for _, other := range names[:n+1] {
+			d, err := b.TryEnter(ctx, other)
+			require.NoError(t, err)
+			assert.False(t, d.Allowed, "%q opened, with %d sources: %+v", other, n+1, d)
+			assert.Equal(t, gate.Open, d.State, "%q", other)
+		}
+		for _, other := range names[n+1:] {
+			d, err := b.TryEnter(ctx, other)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed, "%q never failed, after %q opened: %+v", other, name, d)
+			_, err = b.Record(ctx, other, d, gate.Released)
+			require.NoError(t, err)
+		}
+	}
+}

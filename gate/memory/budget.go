@@ -137,7 +137,28 @@ func (w *budgetWindow) short(cost int64) bool {
 func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.BudgetDecision, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clock.Now().UnixMicro()
+	return b.take(source, estTokens, b.clock.Now().UnixMicro()), nil
+}
+
+// takeAt is Take for a caller (the quota's AdmitBudget) that read its own
+// clock c at read, a moment ago (zero: it read none). When c and the
+// budget's clock both follow the system clock, read is what the budget's
+// clock would have told then, and the budget reads no clock of its own;
+// any other clock is read as Take reads it.
+func (b *Budget) takeAt(source string, estTokens int64, c gate.Clock, read time.Time) gate.BudgetDecision {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var now int64
+	if at, ok := sameSteady(c, b.clock, read); ok {
+		now = at.UnixMicro()
+	} else {
+		now = b.clock.Now().UnixMicro()
+	}
+	return b.take(source, estTokens, now)
+}
+
+// take is Take at now (µs of the budget's clock), with b.mu held.
+func (b *Budget) take(source string, estTokens int64, now int64) gate.BudgetDecision {
 	s := b.source(source, now)
 	s.req.roll(now)
 	s.tok.roll(now)
@@ -148,7 +169,7 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 		s.blind++
 		s.blindAt = now
 		s.save(now)
-		return gate.BudgetDecision{Allowed: true}, nil
+		return gate.BudgetDecision{Allowed: true}
 	}
 	for _, c := range []struct {
 		w     *budgetWindow
@@ -160,7 +181,7 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 			if c.w.end > 0 {
 				ra = time.Duration(c.w.end-now) * time.Microsecond
 			}
-			return gate.BudgetDecision{RetryAfter: ra, Limit: c.limit}, nil
+			return gate.BudgetDecision{RetryAfter: ra, Limit: c.limit}
 		}
 	}
 	if s.req.left >= 0 {
@@ -170,7 +191,7 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 		s.tok.left = max(s.tok.left-estTokens, 0)
 	}
 	s.save(now)
-	return gate.BudgetDecision{Allowed: true}, nil
+	return gate.BudgetDecision{Allowed: true}
 }
 
 // Refresh applies what an answer advertised for source.

@@ -46,3 +46,21 @@ func steadyClock(c gate.Clock) gate.Clock {
 	}
 	return c
 }
+
+// sameSteady converts read, a reading of clock from, into what clock to
+// would have told at the same instant, when both are steady clocks of the
+// system's (their epochs may differ: the monotonic clock bridges them).
+// ok is false for any other clock, or a zero read: to must then be read.
+func sameSteady(from, to gate.Clock, read time.Time) (at time.Time, ok bool) {
+	if read.IsZero() {
+		return time.Time{}, false
+	}
+	if _, fromSteady := from.(steady); !fromSteady {
+		return time.Time{}, false
+	}
+	t, toSteady := to.(steady)
+	if !toSteady {
+		return time.Time{}, false
+	}
+	return t.epoch.Add(read.Sub(t.epoch)), true
+}

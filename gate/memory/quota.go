@@ -20,6 +20,26 @@ import (
 type Quota struct {
 	clock   gate.Clock
 	sources map[string]*quotaSource // read-only after NewQuota
+	few     []namedQuota            // the same, when at most maxFewRecords
+}
+
+type namedQuota struct {
+	name string
+	s    *quotaSource
+}
+
+// source returns source's account, nil for an unlimited source. A few
+// sources are found by comparing names, which costs less than hashing one.
+func (q *Quota) source(source string) *quotaSource {
+	if q.few != nil {
+		for i := range q.few {
+			if q.few[i].name == source {
+				return q.few[i].s
+			}
+		}
+		return nil
+	}
+	return q.sources[source]
 }
 
 var (
@@ -73,6 +93,12 @@ func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
 		}
 		q.sources[name] = s
 	}
+	if n := len(q.sources); n > 0 && n <= maxFewRecords {
+		q.few = make([]namedQuota, 0, n)
+		for name, s := range q.sources {
+			q.few = append(q.few, namedQuota{name: name, s: s})
+		}
+	}
 	return q, nil
 }
 
@@ -86,12 +112,13 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 
 // acquire is Acquire; when take is not nil it is asked, under the source's
 // lock, once the limits would admit and before anything is reserved, so
-// that its rejection reserves nothing (AdmitBudget).
-func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func() gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
+// that its rejection reserves nothing (AdmitBudget). take is given the
+// instant the quota read its clock at, zero when it read none.
+func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func(now time.Time) gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
 	if err := ctx.Err(); err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
 	}
-	s := q.sources[source]
+	s := q.source(source)
 	if estTokens < 0 || (s != nil && s.limits.TPM > 0 && estTokens > int64(s.limits.TPM)) {
 		tpm := 0
 		if s != nil {
@@ -101,7 +128,7 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 	}
 	if s == nil {
 		if take != nil {
-			if bd := take(); !bd.Allowed {
+			if bd := take(time.Time{}); !bd.Allowed {
 				return gate.Permit{}, budgetRejection(bd), nil
 			}
 		}
@@ -144,7 +171,7 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 		return gate.Permit{}, gate.QuotaDecision{RetryAfter: ra, Limit: limit}, nil
 	}
 	if take != nil {
-		if bd := take(); !bd.Allowed {
+		if bd := take(now); !bd.Allowed {
 			s.mu.Unlock()
 			return gate.Permit{}, budgetRejection(bd), nil
 		}
@@ -175,23 +202,28 @@ func (q *Quota) Settle(_ context.Context, p gate.Permit, actualTokens int64) err
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Settle", Source: p.Source, Tokens: actualTokens}
 	}
-	s := q.sources[p.Source]
+	q.settle(q.source(p.Source), p, actualTokens)
+	return nil
+}
+
+// settle is Settle on p's source's account s (nil: unlimited), found by
+// the caller; actualTokens ≥ 0.
+func (q *Quota) settle(s *quotaSource, p gate.Permit, actualTokens int64) {
 	if s == nil || s.tpm.Drain == 0 || actualTokens == p.Tokens {
-		return nil
+		return
 	}
 	delta := s.tpm.clampDelta(actualTokens-p.Tokens, s.limits.TPM)
 	if delta < 0 {
 		s.mu.Lock()
 		s.tpm.level = max(s.tpm.level+delta, 0)
 		s.mu.Unlock()
-		return nil
+		return
 	}
 	us := q.clock.Now().UnixMicro()
 	s.mu.Lock()
 	s.tpm.drain(us)
 	s.tpm.level = min(s.tpm.level+delta, 2*s.tpm.Capacity)
 	s.mu.Unlock()
-	return nil
 }
 
 // Release frees p's in-flight slot. A permit already released, a zero
@@ -200,9 +232,15 @@ func (q *Quota) Release(_ context.Context, p gate.Permit) error {
 	if p.Lease == 0 {
 		return nil
 	}
-	s := q.sources[p.Source]
-	if s == nil {
-		return nil
+	release(q.source(p.Source), p)
+	return nil
+}
+
+// release is Release on p's source's account s (nil: unlimited), found by
+// the caller.
+func release(s *quotaSource, p gate.Permit) {
+	if s == nil || p.Lease == 0 {
+		return
 	}
 	slot, gen := p.Lease&slotMask, p.Lease>>slotBits
 	s.mu.Lock()
@@ -211,25 +249,27 @@ func (q *Quota) Release(_ context.Context, p gate.Permit) error {
 		s.free = append(s.free, uint32(slot))
 	}
 	s.mu.Unlock()
-	return nil
 }
 
 // Finish settles p to actualTokens and releases its slot: Settle then
 // Release, as gate.Finisher asks (the Redis gate makes the pair one round
 // trip; here it is two short critical sections). A negative actualTokens is
 // a *gate.TokensError and releases nothing.
-func (q *Quota) Finish(ctx context.Context, p gate.Permit, actualTokens int64) error {
+func (q *Quota) Finish(_ context.Context, p gate.Permit, actualTokens int64) error {
 	if actualTokens < 0 {
 		return &gate.TokensError{Op: "Finish", Source: p.Source, Tokens: actualTokens}
 	}
-	_ = q.Settle(ctx, p, actualTokens) // fails only on negative tokens
-	return q.Release(ctx, p)
+	// The source's account is looked up once for the two.
+	s := q.source(p.Source)
+	q.settle(s, p, actualTokens)
+	release(s, p)
+	return nil
 }
 
 // Limits returns the limits NewQuota was given for source; ok is false for a
 // source it was not given (which is unlimited).
 func (q *Quota) Limits(source string) (l gate.Limits, ok bool) {
-	if s := q.sources[source]; s != nil {
+	if s := q.source(source); s != nil {
 		return s.limits, true
 	}
 	return gate.Limits{}, false
@@ -238,7 +278,7 @@ func (q *Quota) Limits(source string) (l gate.Limits, ok bool) {
 // InFlight returns the number of in-flight slots of source now held; 0 for
 // a source without MaxInFlight.
 func (q *Quota) InFlight(source string) int {
-	s := q.sources[source]
+	s := q.source(source)
 	if s == nil || s.slots == nil {
 		return 0
 	}
@@ -291,9 +331,10 @@ func (q *Quota) AdmitBudget(ctx context.Context, b gate.ProviderGate, budget gat
 	if d, err = mb.TryEnter(ctx, source); err != nil || !d.Allowed {
 		return d, p, qd, true, err
 	}
-	p, qd, err = q.acquire(ctx, source, estTokens, func() gate.BudgetDecision {
-		bd, _ := mg.Take(ctx, source, estTokens) // the memory budget never fails
-		return bd
+	p, qd, err = q.acquire(ctx, source, estTokens, func(now time.Time) gate.BudgetDecision {
+		// The budget takes the quota's reading of the clock when both
+		// read the system clock: one reading for the two.
+		return mg.takeAt(source, estTokens, q.clock, now)
 	})
 	if err != nil || !qd.Allowed {
 		if _, rerr := mb.Record(ctx, source, d, gate.Released); rerr != nil && err == nil {

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -161,4 +162,42 @@ func TestQuotaReleaseOfAForgedLeaseFreesNothing(t *testing.T) {
 	assert.Equal(t, 1, q.InFlight("s"), "a permit names its source")
 	require.NoError(t, q.Release(ctx, p))
 	assert.Equal(t, 0, q.InFlight("s"))
+}
+
+// Each source has its own account, whether the quota has a few sources or
+// many, and a source it was not given is unlimited: names that share a
+// prefix or differ only in length are told apart.
+func TestQuotaKeepsEachSourceApart(t *testing.T) {
+	ctx := context.Background()
+	for _, names := range [][]string{{"a", "ab", "b"}, {"a", "ab", "abc", "b", "ba", "c"}} {
+		limits := map[string]gate.Limits{}
+		for _, n := range names {
+			limits[n] = gate.Limits{MaxInFlight: 1}
+		}
+		q, err := memory.NewQuota(limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range names {
+			if _, qd, err := q.Acquire(ctx, n, 0); err != nil || !qd.Allowed {
+				t.Fatalf("%d sources: Acquire(%q) = %+v, %v; want its one slot", len(names), n, qd, err)
+			}
+			for _, m := range names[:i+1] {
+				if got := q.InFlight(m); got != 1 {
+					t.Errorf("%d sources: InFlight(%q) = %d after %q took a slot, want 1", len(names), m, got, n)
+				}
+			}
+			for _, m := range names[i+1:] {
+				if got := q.InFlight(m); got != 0 {
+					t.Errorf("%d sources: InFlight(%q) = %d after %q took a slot, want 0", len(names), m, got, n)
+				}
+			}
+		}
+		if _, ok := q.Limits("zz"); ok {
+			t.Errorf("%d sources: Limits(zz) found limits for a source the quota was not given", len(names))
+		}
+		if _, qd, err := q.Acquire(ctx, "zz", 0); err != nil || !qd.Allowed {
+			t.Errorf("%d sources: Acquire(zz) = %+v, %v; want an unlimited source admitted", len(names), qd, err)
+		}
+	}
 }
