@@ -69,7 +69,8 @@ type WriterStats struct {
 	// Dropped outcomes were never tried: the queue was full, the writer
 	// closed, or Close's deadline passed before their turn.
 	Dropped uint64
-	// Queued outcomes wait in the queue now.
+	// Queued outcomes wait to be written now: in the queue, or held by a
+	// round that waits for more (WriterConfig.Linger).
 	Queued int
 }
 
@@ -92,7 +93,8 @@ type WriterStats struct {
 // A round that holds only outcomes which cannot move a breaker may wait
 // WriterConfig.Linger (1 ms) for more before it is written, so that outcomes
 // arriving one by one still share round trips; an outcome that can move a
-// breaker, a full round's worth queued, or Close ends the wait at once.
+// breaker, a full round's worth queued, a full queue, or Close ends the wait
+// at once.
 //
 // A full queue drops the outcome (WriterStats.Dropped, and a log line at
 // most once a second) instead of making the caller wait: a dropped or failed
@@ -204,7 +206,7 @@ func (w *Writer) Stats() WriterStats {
 		Written: w.written.Load(),
 		Failed:  w.failed.Load(),
 		Dropped: w.dropped.Load(),
-		Queued:  len(w.q),
+		Queued:  len(w.q) + int(w.held.Load()),
 	}
 }
 
@@ -223,7 +225,7 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 		}
 	}
 	w.mu.RUnlock()
-	if ok && (urgent || len(w.q)+int(w.held.Load()) >= maxBatch) {
+	if ok && (urgent || w.full(len(w.q), int(w.held.Load()))) {
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -249,6 +251,14 @@ func (w *Writer) rateOK(last *atomic.Int64) bool {
 
 // maxBatch bounds how many queued outcomes one worker writes in one round.
 const maxBatch = 128
+
+// full reports whether a lingering round that holds held outcomes, with
+// queued more in the queue, should be written now: together they make a
+// full round, or the queue can take no more (a Queue shorter than a round),
+// so that waiting on would drop the next outcome while the workers idle.
+func (w *Writer) full(queued, held int) bool {
+	return queued+held >= maxBatch || queued >= cap(w.q)
+}
 
 // work writes outcomes in rounds (round), and the round's outcomes of each
 // scope as one batch — on Redis one script per outcome, all in one
@@ -303,8 +313,9 @@ func (w *Writer) work() {
 // (timer) and takes what came meanwhile. The sleep is not woken by each
 // outcome put — that would cost a goroutine switch per outcome, the very
 // work lingering saves — only by an urgent one, a full round's worth
-// queued, or Close (w.wake, w.closing). It reports false once the queue is
-// closed; a round taken then is still returned, to be written.
+// queued (or a full queue), or Close (w.wake, w.closing). It reports false
+// once the queue is closed; a round taken then is still returned, to be
+// written.
 func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	w.gather.Lock()
 	defer w.gather.Unlock()
@@ -325,11 +336,11 @@ func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 		return batch, open
 	}
 	// Outcomes put from now on see what the round holds and wake it once
-	// a full round's worth is there; those put before were not told, so
-	// the queue is looked at again first.
+	// a full round's worth is there, or the queue is full; those put
+	// before were not told, so the queue is looked at again first.
 	w.held.Store(int32(len(batch)))
 	defer w.held.Store(0)
-	if len(w.q)+len(batch) >= maxBatch {
+	if w.full(len(w.q), len(batch)) {
 		batch, _, open = w.take(batch, false)
 		return batch, open
 	}

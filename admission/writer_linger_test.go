@@ -3,9 +3,12 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/admission"
@@ -81,7 +84,7 @@ func TestWriterUrgentOutcomeEndsTheLinger(t *testing.T) {
 			give(t, adm, gate.Success)
 			// A round has taken it and lingers; the next ones wait in the
 			// queue or join the round.
-			eventually(t, "a round took the first", func() bool { return w.Stats().Queued == 0 })
+			eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
 			for range 4 {
 				give(t, adm, gate.Success)
 			}
@@ -141,7 +144,7 @@ func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
 	require.NoError(t, err)
 	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
-	eventually(t, "a round took it", func() bool { return w.Stats().Queued == 0 })
+	eventually(t, "a round lingers with it", func() bool { return w.Lingering() == 1 })
 	require.Zero(t, w.Stats().Written)
 
 	f.open(t, "s1")
@@ -158,4 +161,90 @@ func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	require.NotNil(t, tk)
 	require.Equal(t, gate.Closed, tk.Decision.State, "the probe's Success closed the breaker")
 	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+}
+
+// A queue shorter than a full round (Queue below 128) fills before the
+// round could: the lingering round must then be woken, not left asleep
+// while further outcomes are dropped and every worker idles.
+func TestWriterLingerEndsWhenTheQueueIsFull(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1000}})
+	require.NoError(t, err)
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Queue: 4})
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success)
+	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
+	for range 4 {
+		give(t, adm, gate.Success) // the fourth fills the queue
+	}
+	eventually(t, "the full queue ended the linger", func() bool { return w.Stats().Written == 5 })
+	require.Zero(t, w.Stats().Dropped)
+}
+
+// What a lingering round holds is still waiting to be written: Stats counts
+// it as Queued, so that Written+Failed+Dropped+Queued accounts for every
+// outcome handed over.
+func TestWriterStatsCountALingeringRoundAsQueued(t *testing.T) {
+	adm, _, w := lingerFixture(t, time.Minute)
+	give(t, adm, gate.Success)
+	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
+	give(t, adm, gate.Released)
+	give(t, adm, gate.Success)
+	require.Equal(t, admission.WriterStats{Queued: 3}, w.Stats())
+	require.NoError(t, w.Close(context.Background()))
+	require.Equal(t, admission.WriterStats{Written: 3}, w.Stats())
+}
+
+// Callers giving outcomes back from many goroutines while Close begins:
+// once Close returns, every outcome handed over is counted once — written,
+// failed or dropped — and nothing is left queued. Each caller's Pick after
+// its own Failure waits for that Failure to be written, which the minute's
+// linger must not delay.
+func TestWriterLingerCloseAccountsForEveryOutcome(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1 << 30})
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1 << 20}, "s2": {MaxInFlight: 1 << 20}})
+	require.NoError(t, err)
+	w, err := admission.NewWriter(admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Queue: 64, Workers: 3})
+	require.NoError(t, err)
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}, {Name: "s2"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	const callers, each = 8, 200
+	var handed atomic.Int64
+	closing := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for i := range each {
+				if g == 0 && i == each/2 {
+					close(closing)
+				}
+				tk, _, err := adm.Pick(ctx, nil, 1)
+				if !assert.NoError(t, err, "a Pick waited for a lingering round") || tk == nil {
+					return
+				}
+				o := []gate.Outcome{gate.Success, gate.Released, gate.Failure, gate.Success}[(g+i)%4]
+				handed.Add(1)
+				_ = tk.Done(ctx, admission.Result{Outcome: o, Tokens: -1})
+			}
+		})
+	}
+	<-closing
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Close(ctx))
+	wg.Wait()
+	st := w.Stats()
+	require.Zero(t, st.Queued)
+	require.Zero(t, st.Failed)
+	require.EqualValues(t, handed.Load(), st.Written+st.Dropped)
+	require.EqualValues(t, st.Dropped, q.InFlight("s1")+q.InFlight("s2"), "a dropped outcome's slot alone is left")
 }
