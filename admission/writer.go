@@ -162,7 +162,8 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		bad = append(bad, fmt.Sprintf("Timeout=%v (legal: > 0, or 0 for %v)", cfg.Timeout, DefaultWriterTimeout))
 	}
 	if timeout := cmp.Or(cfg.Timeout, DefaultWriterTimeout); timeout > 0 && cfg.Linger >= timeout {
-		bad = append(bad, fmt.Sprintf("Linger=%v (legal: below Timeout (%v), 0 for %v, or negative for none)", cfg.Linger, timeout, DefaultWriterLinger))
+		bad = append(bad, fmt.Sprintf("Linger=%v (legal: below Timeout (%v), 0 for %v, or negative for none)",
+			cfg.Linger, timeout, defaultLinger(timeout)))
 	}
 	if len(bad) > 0 {
 		return nil, &ConfigError{Problems: []string{"writer: " + strings.Join(bad, "; ")}}
@@ -178,7 +179,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	}
 	switch {
 	case cfg.Linger == 0:
-		cfg.Linger = min(DefaultWriterLinger, cfg.Timeout/4)
+		cfg.Linger = defaultLinger(cfg.Timeout)
 	case cfg.Linger < 0:
 		cfg.Linger = 0
 	}
@@ -195,6 +196,12 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		go w.work()
 	}
 	return w, nil
+}
+
+// defaultLinger is WriterConfig.Linger's default for a write timeout:
+// DefaultWriterLinger, or a quarter of the timeout when that is less.
+func defaultLinger(timeout time.Duration) time.Duration {
+	return min(DefaultWriterLinger, timeout/4)
 }
 
 // Timeout returns the bound of each write.

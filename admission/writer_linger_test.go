@@ -129,6 +129,8 @@ func TestNewWriterRejectsALingerNotBelowTheTimeout(t *testing.T) {
 		require.Contains(t, err.Error(), "Linger=")
 		require.Contains(t, err.Error(), "below Timeout")
 	}
+	_, err := admission.NewWriter(admission.WriterConfig{Linger: time.Millisecond, Timeout: time.Millisecond})
+	require.ErrorContains(t, err, "0 for 250µs", "the error names the default that fits this Timeout")
 	w, err := admission.NewWriter(admission.WriterConfig{Timeout: time.Millisecond})
 	require.NoError(t, err, "the default linger shrinks to fit a short Timeout")
 	require.NoError(t, w.Close(context.Background()))
