@@ -77,6 +77,13 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 	return fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, t.Source, ErrWriterFull)
 }
 
+// leased reports whether the ticket's permit holds an in-flight lease (the
+// source has a MaxInFlight): its release is what this process's next call
+// of the source may be waiting for.
+func (t *Ticket) leased() bool {
+	return t.hasPermit && (t.permit.ID != "" || t.permit.Lease != 0)
+}
+
 // giveBackNow records the outcome with the breaker and gives the permit
 // back, both under ctx. written: the writer writes it, and the admission's
 // next question about the source waits for the Record only — not for the

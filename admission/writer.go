@@ -45,14 +45,16 @@ type WriterConfig struct {
 	// Linger is how long a round may wait, once it holds an outcome, for
 	// more to write with it in the same round trip: below Timeout (default
 	// 1 ms, or a quarter of Timeout when that is less; negative: never
-	// wait). Only a round of outcomes that cannot move a breaker
-	// waits: an outcome that can (a probe's, a Failure, a Fatal) is written
+	// wait). Only a round of outcomes that cannot move a breaker and free
+	// no in-flight slot waits: an outcome that can (a probe's, a Failure,
+	// a Fatal) or whose permit holds a slot of a source's MaxInFlight (which
+	// the process's next call of the source would find taken) is written
 	// at once, with whatever the round holds, and so is everything once
 	// Close begins. Waiting turns a steady trickle of outcomes, each of
 	// which would cost its own round trip, into one pipeline per Linger,
 	// and leaves the store's single thread free for the admissions callers
-	// wait for; it delays the release of an in-flight slot, and what other
-	// processes see of a Closed source's counts, by at most Linger.
+	// wait for; it delays what other processes see of a Closed source's
+	// counts by at most Linger.
 	Linger time.Duration
 	// Logger receives failed writes and drops, each kind at most once a
 	// second (default slog.Default()).
@@ -90,11 +92,11 @@ type WriterStats struct {
 // the breaker Record and the quota Finish in the source's slot — and the
 // batch one pipeline, one round trip.
 //
-// A round that holds only outcomes which cannot move a breaker may wait
-// WriterConfig.Linger (1 ms) for more before it is written, so that outcomes
-// arriving one by one still share round trips; an outcome that can move a
-// breaker, a full round's worth queued, a full queue, or Close ends the wait
-// at once.
+// A round that holds only outcomes which cannot move a breaker nor free an
+// in-flight slot may wait WriterConfig.Linger (1 ms) for more before it is
+// written, so that outcomes arriving one by one still share round trips; an
+// outcome that can move a breaker or frees a slot, a full round's worth
+// queued, a full queue, or Close ends the wait at once.
 //
 // A full queue drops the outcome (WriterStats.Dropped, and a log line at
 // most once a second) instead of making the caller wait: a dropped or failed
@@ -144,7 +146,9 @@ type pending struct {
 	r   Result
 	ctx context.Context // the caller's, without its cancellation: values only
 	// urgent: the outcome may move the breaker, and the admission asks
-	// about its source again only once it is written: no round waits.
+	// about its source again only once it is written, or it frees an
+	// in-flight slot, which the process's next call may need: no round
+	// waits.
 	urgent bool
 }
 
@@ -221,7 +225,7 @@ func (w *Writer) Stats() WriterStats {
 // writer closed (the outcome is counted as dropped).
 func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 	// Read before the send: once queued, t is the writer's.
-	urgent := t.ordered
+	urgent := t.ordered || t.leased()
 	w.mu.RLock()
 	ok := false
 	if !w.closed {

@@ -18,11 +18,13 @@ import (
 
 // lingerFixture is an admission of one source whose quota counts the
 // writer's batches, behind a writer with the linger given and 8 workers.
+// The source has a rate limit and no MaxInFlight: its outcomes free no
+// slot, so a round of them lingers.
 func lingerFixture(t *testing.T, linger time.Duration) (*admission.SourceAdmission, *batchQuota, *admission.Writer) {
 	t.Helper()
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
-	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1000}})
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
 	require.NoError(t, err)
 	q := &batchQuota{Quota: mq, hold: make(chan struct{})}
 	close(q.hold)
@@ -141,7 +143,9 @@ func TestNewWriterRejectsALingerNotBelowTheTimeout(t *testing.T) {
 // lingering round would hold that caller for the whole linger.
 func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
-	f := newFixture(t, withWriter(w))
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}}) // no slot to free
+	require.NoError(t, err)
+	f := newFixture(t, withWriter(w), func(c *admission.Config) { c.Quota = mq })
 	// A round lingers with an earlier call's Success.
 	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
 	require.NoError(t, err)
@@ -171,7 +175,7 @@ func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 func TestWriterLingerEndsWhenTheQueueIsFull(t *testing.T) {
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
-	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1000}})
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
 	require.NoError(t, err)
 	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Queue: 4})
 	adm, err := admission.New(admission.Config{
@@ -249,4 +253,25 @@ func TestWriterLingerCloseAccountsForEveryOutcome(t *testing.T) {
 	require.Zero(t, st.Failed)
 	require.EqualValues(t, handed.Load(), st.Written+st.Dropped)
 	require.EqualValues(t, st.Dropped, q.InFlight("s1")+q.InFlight("s2"), "a dropped outcome's slot alone is left")
+}
+
+// An outcome whose permit holds an in-flight slot (the source has a
+// MaxInFlight) does not linger: a caller that calls again as soon as its
+// call returned would find its own finished call's slot still taken, and
+// with MaxInFlight 1 be refused (or nap) on nearly every call.
+func TestWriterOutcomeThatFreesASlotDoesNotLinger(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	for range 3 {
+		give(t, adm, gate.Success)
+		eventually(t, "the slot is free before the linger's end", func() bool { return q.InFlight("s1") == 0 })
+	}
+	require.EqualValues(t, 3, w.Stats().Written)
 }
