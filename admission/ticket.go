@@ -28,6 +28,7 @@ type Ticket struct {
 	hasPermit bool
 	paced     bool
 	ordered   bool // its outcome, in the writer, holds Pick back (probeWait)
+	slotted   bool // its outcome, in the writer, frees an in-flight slot (slotWait)
 	done      atomic.Bool
 }
 
@@ -70,10 +71,17 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		t.ordered = true
 		a.probeQueued(t)
 	}
+	if t.leased() {
+		// Its slot comes back once it is written: an admission refused
+		// the source's slots meanwhile waits for that (Pick).
+		t.slotted = true
+		a.slotQueued(t)
+	}
 	if a.writer.put(context.WithoutCancel(ctx), t, r) {
 		return nil
 	}
 	a.probeWritten(t)
+	a.slotWritten(t)
 	return fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, t.Source, ErrWriterFull)
 }
 

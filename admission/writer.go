@@ -45,16 +45,16 @@ type WriterConfig struct {
 	// Linger is how long a round may wait, once it holds an outcome, for
 	// more to write with it in the same round trip: below Timeout (default
 	// 1 ms, or a quarter of Timeout when that is less; negative: never
-	// wait). Only a round of outcomes that cannot move a breaker and free
-	// no in-flight slot waits: an outcome that can (a probe's, a Failure,
-	// a Fatal) or whose permit holds a slot of a source's MaxInFlight (which
-	// the process's next call of the source would find taken) is written
+	// wait). Only a round of outcomes that cannot move a breaker
+	// waits: an outcome that can (a probe's, a Failure, a Fatal) is written
 	// at once, with whatever the round holds, and so is everything once
-	// Close begins. Waiting turns a steady trickle of outcomes, each of
-	// which would cost its own round trip, into one pipeline per Linger,
-	// and leaves the store's single thread free for the admissions callers
-	// wait for; it delays what other processes see of a Closed source's
-	// counts by at most Linger.
+	// Close begins, or once an admission finds a source's in-flight slots
+	// taken while the round holds one of them (Pick). Waiting turns a
+	// steady trickle of outcomes, each of which would cost its own round
+	// trip, into one pipeline per Linger, and leaves the store's single
+	// thread free for the admissions callers wait for; it delays the release
+	// of an in-flight slot, and what other processes see of a Closed
+	// source's counts, by at most Linger.
 	Linger time.Duration
 	// Logger receives failed writes and drops, each kind at most once a
 	// second (default slog.Default()).
@@ -92,11 +92,11 @@ type WriterStats struct {
 // the breaker Record and the quota Finish in the source's slot — and the
 // batch one pipeline, one round trip.
 //
-// A round that holds only outcomes which cannot move a breaker nor free an
-// in-flight slot may wait WriterConfig.Linger (1 ms) for more before it is
-// written, so that outcomes arriving one by one still share round trips; an
-// outcome that can move a breaker or frees a slot, a full round's worth
-// queued, a full queue, or Close ends the wait at once.
+// A round that holds only outcomes which cannot move a breaker may wait
+// WriterConfig.Linger (1 ms) for more before it is written, so that outcomes
+// arriving one by one still share round trips; an outcome that can move a
+// breaker, a full round's worth queued, a full queue, an admission refused
+// an in-flight slot that the round may hold, or Close ends the wait at once.
 //
 // A full queue drops the outcome (WriterStats.Dropped, and a log line at
 // most once a second) instead of making the caller wait: a dropped or failed
@@ -112,9 +112,12 @@ type WriterStats struct {
 // flight, nor retries a source its own failure just opened. During an
 // outage of the store (the breaker is a Degrader reporting one) Pick does
 // not wait: the local fallback that answers then is not the gate the
-// outcome goes to. Other outcomes
-// (a Closed admission's Success or Released) cannot move the state and are
-// written in no particular order, as concurrent calls' outcomes always were;
+// outcome goes to. An admission that its source refuses an in-flight slot
+// while one of its own outcomes that frees one waits in the writer ends a
+// lingering round, waits for that write and asks the source again. Other
+// outcomes (a Closed admission's Success or Released) cannot move the state
+// and are written in no particular order, as concurrent calls' outcomes
+// always were;
 // the observer and the state-change log line see an outcome's effect once
 // it is written.
 type Writer struct {
@@ -127,6 +130,7 @@ type Writer struct {
 	gather  sync.Mutex
 	wake    chan struct{} // (1) a lingering round should end: see round
 	held    atomic.Int32  // outcomes the lingering round holds (0: none lingers)
+	hurry   atomic.Bool   // the next round written without lingering (flush)
 	closing chan struct{} // closed by Close
 	log     *slog.Logger
 	base    context.Context // cancelled when Close gives up waiting
@@ -146,9 +150,7 @@ type pending struct {
 	r   Result
 	ctx context.Context // the caller's, without its cancellation: values only
 	// urgent: the outcome may move the breaker, and the admission asks
-	// about its source again only once it is written, or it frees an
-	// in-flight slot, which the process's next call may need: no round
-	// waits.
+	// about its source again only once it is written: no round waits.
 	urgent bool
 }
 
@@ -225,7 +227,7 @@ func (w *Writer) Stats() WriterStats {
 // writer closed (the outcome is counted as dropped).
 func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 	// Read before the send: once queued, t is the writer's.
-	urgent := t.ordered || t.leased()
+	urgent := t.ordered
 	w.mu.RLock()
 	ok := false
 	if !w.closed {
@@ -250,6 +252,22 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 		}
 	}
 	return ok
+}
+
+// flush ends the wait of a lingering round, or keeps the next round from
+// lingering (an admission was refused an in-flight slot that one of its
+// outcomes in the writer holds).
+func (w *Writer) flush() {
+	// Whether a round lingers now or is about to: hurry keeps the next one
+	// from lingering, the wake ends the one that does.
+	w.hurry.Store(true)
+	if w.held.Load() == 0 {
+		return
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // rateOK reports whether a log line of the kind last stamps may go out: at
@@ -296,6 +314,7 @@ func (w *Writer) work() {
 			for _, p := range batch {
 				w.dropped.Add(1)
 				p.t.a.probeWritten(p.t)
+				p.t.a.slotWritten(p.t)
 			}
 			continue
 		}
@@ -324,9 +343,9 @@ func (w *Writer) work() {
 // (timer) and takes what came meanwhile. The sleep is not woken by each
 // outcome put — that would cost a goroutine switch per outcome, the very
 // work lingering saves — only by an urgent one, a full round's worth
-// queued (or a full queue), or Close (w.wake, w.closing). It reports false
-// once the queue is closed; a round taken then is still returned, to be
-// written.
+// queued (or a full queue), an admission refused a slot (flush), or Close
+// (w.wake, w.hurry, w.closing). It reports false once the queue is closed;
+// a round taken then is still returned, to be written.
 func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	w.gather.Lock()
 	defer w.gather.Unlock()
@@ -343,7 +362,7 @@ func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	}
 	batch = append(batch, p)
 	batch, urgent, open := w.take(batch, p.urgent)
-	if urgent || !open || timer == nil || len(batch) == maxBatch {
+	if urgent || !open || timer == nil || len(batch) == maxBatch || w.hurry.Swap(false) {
 		return batch, open
 	}
 	// Outcomes put from now on see what the round holds and wake it once
@@ -351,7 +370,7 @@ func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	// before were not told, so the queue is looked at again first.
 	w.held.Store(int32(len(batch)))
 	defer w.held.Store(0)
-	if w.full(len(w.q), len(batch)) {
+	if w.full(len(w.q), len(batch)) || w.hurry.Swap(false) {
 		batch, _, open = w.take(batch, false)
 		return batch, open
 	}
@@ -360,6 +379,7 @@ func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	case <-timer.C:
 	case <-w.wake:
 		timer.Stop()
+		w.hurry.Store(false)
 	case <-w.closing:
 		timer.Stop()
 	}
@@ -436,6 +456,7 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 	}
 	for i, p := range ps {
 		a.probeWritten(p.t)
+		a.slotWritten(p.t)
 		if dropped != nil && dropped[i] {
 			w.dropped.Add(1)
 			continue

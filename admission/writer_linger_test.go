@@ -255,11 +255,13 @@ func TestWriterLingerCloseAccountsForEveryOutcome(t *testing.T) {
 	require.EqualValues(t, st.Dropped, q.InFlight("s1")+q.InFlight("s2"), "a dropped outcome's slot alone is left")
 }
 
-// An outcome whose permit holds an in-flight slot (the source has a
-// MaxInFlight) does not linger: a caller that calls again as soon as its
-// call returned would find its own finished call's slot still taken, and
-// with MaxInFlight 1 be refused (or nap) on nearly every call.
-func TestWriterOutcomeThatFreesASlotDoesNotLinger(t *testing.T) {
+// A caller that calls again as soon as its call returned must not be
+// refused its own finished call's in-flight slot because the outcome that
+// frees it lingers in the writer (or has not been written yet): Pick,
+// refused the source's slots while such an outcome of its own waits in the
+// writer, ends the linger, waits for the write and asks again. With a
+// MaxInFlight of 1 every serial call after the first was refused.
+func TestPickWaitsForItsOwnSlotInTheWriter(t *testing.T) {
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
 	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
@@ -269,9 +271,87 @@ func TestWriterOutcomeThatFreesASlotDoesNotLinger(t *testing.T) {
 		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
 	})
 	require.NoError(t, err)
-	for range 3 {
-		give(t, adm, gate.Success)
-		eventually(t, "the slot is free before the linger's end", func() bool { return q.InFlight("s1") == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		tk, rej, err := adm.Pick(ctx, nil, 1)
+		require.NoError(t, err)
+		require.NotNil(t, tk, "call %d refused its own slot: %v", i, rej)
+		require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+		eventually(t, "a round lingers with the outcome", func() bool { return w.Lingering() == 1 })
+		require.Equal(t, 1, q.InFlight("s1"), "the slot waits in the writer")
 	}
-	require.EqualValues(t, 3, w.Stats().Written)
+	// A slot another call holds is refused as before, without a wait.
+	tk, _, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	other, rej, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	require.Nil(t, other)
+	require.Equal(t, admission.RateLimited, rej[0].Reason)
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+}
+
+// refusalQuota is a memory quota whose combined admission signals each
+// refusal.
+type refusalQuota struct {
+	*memory.Quota
+	refused chan struct{}
+}
+
+func (q *refusalQuota) Admit(ctx context.Context, b gate.ProviderGate, source string, est int64) (gate.Decision, gate.Permit, gate.QuotaDecision, bool, error) {
+	d, p, qd, ok, err := q.Quota.Admit(ctx, b, source, est)
+	if ok && d.Allowed && !qd.Allowed {
+		select {
+		case q.refused <- struct{}{}:
+		default:
+		}
+	}
+	return d, p, qd, ok, err
+}
+
+// The outcome that frees the slot may not have reached a round yet when
+// Pick is refused (every worker busy): the round that takes it must not
+// linger, or Pick waits out the whole linger.
+func TestPickWaitsForItsOwnSlotNotYetTakenByARound(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Workers: 1})
+	// Another scope's Failure keeps the only worker busy until released.
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	q := &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success) // queued behind the stalled write
+	require.Equal(t, 1, w.Stats().Queued)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	picked := make(chan *admission.Ticket, 1)
+	go func() {
+		tk, _, err := adm.Pick(ctx, nil, 1)
+		assert.NoError(t, err)
+		picked <- tk
+	}()
+	<-q.refused
+	eventually(t, "the refused Pick asked the writer to hurry", w.Hurried)
+	close(stalled.hold)
+	tk := <-picked
+	require.NotNil(t, tk, "Pick waited out the linger or was refused its own slot")
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
 }
