@@ -374,6 +374,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			combined bool
 			err      error
 		)
+		epoch := a.slotEpoch(i)
 		if a.admitter != nil && !paceFull {
 			d, p, qd, took, combined, err = a.admit(ctx, name, estTokens)
 		}
@@ -423,7 +424,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				t.done.Store(true)
 				a.lat.end(i)
 				a.unpace(name, paced)
-				if a.awaitSlot(ctx, i, qd.Limit, &slotWaited) {
+				if a.awaitSlot(ctx, i, qd.Limit, epoch, &slotWaited) {
 					goto again
 				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
@@ -442,7 +443,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			}
 			if !qd.Allowed {
 				t.giveBack(ctx)
-				if a.awaitSlot(ctx, i, qd.Limit, &slotWaited) {
+				if a.awaitSlot(ctx, i, qd.Limit, epoch, &slotWaited) {
 					goto again
 				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
@@ -557,9 +558,10 @@ func (a *SourceAdmission) probeWritten(t *Ticket) {
 // slotWait tracks the outcomes of one source that wait in the writer and
 // free an in-flight slot when written.
 type slotWait struct {
-	n  atomic.Int32 // outcomes queued and not yet written; read without mu
-	mu sync.Mutex
-	ch chan struct{} // closed when the next of them is written; nil: none waits
+	n    atomic.Int32  // outcomes queued and not yet written; read without mu
+	done atomic.Uint64 // outcomes written so far: an epoch a round reads before it asks
+	mu   sync.Mutex
+	ch   chan struct{} // closed when the next of them is written; nil: none waits
 }
 
 // slotQueued notes that t's outcome, which frees an in-flight slot, goes to
@@ -574,6 +576,7 @@ func (a *SourceAdmission) slotWritten(t *Ticket) {
 	}
 	t.slotted = false
 	s := &a.slots[t.idx]
+	s.done.Add(1) // before n drops: awaitSlot reads n, then done
 	s.n.Add(-1)
 	s.mu.Lock()
 	if s.ch != nil {
@@ -583,20 +586,33 @@ func (a *SourceAdmission) slotWritten(t *Ticket) {
 	s.mu.Unlock()
 }
 
+// slotEpoch is source i's count of written outcomes that freed a slot,
+// read before its quota is asked (awaitSlot).
+func (a *SourceAdmission) slotEpoch(i int) uint64 {
+	if a.slots == nil {
+		return 0
+	}
+	return a.slots[i].done.Load()
+}
+
 // awaitSlot is called when source i's quota refused an admission (limit:
-// the limit that refused it): when that is its in-flight slots, and this
-// admission's own outcomes that free one are still in the writer, it makes
-// a lingering round write them and waits until the next of them is
-// written (bounded by ctx), and reports true: the source is worth asking
-// again. A caller that calls again as soon as its call returned would
-// otherwise be refused its own finished call's slot. *waited makes it once
-// per source per round.
-func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, waited *bool) bool {
-	if limit != gate.LimitInFlight || *waited || a.slots == nil || a.slots[i].n.Load() == 0 {
+// the limit that refused it; epoch: slotEpoch before it was asked): when
+// that is its in-flight slots, and this admission's own outcomes that free
+// one are still in the writer, it makes a lingering round write them and
+// waits until the next of them is written (bounded by ctx), and reports
+// true: the source is worth asking again — as it is when one was written
+// since the quota was asked. A caller that calls again as soon as its call
+// returned would otherwise be refused its own finished call's slot.
+// *waited makes it once per source per round.
+func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, epoch uint64, waited *bool) bool {
+	if limit != gate.LimitInFlight || *waited || a.slots == nil {
 		return false
 	}
-	*waited = true
 	s := &a.slots[i]
+	if s.n.Load() == 0 && s.done.Load() == epoch {
+		return false // none of this admission's outcomes frees a slot
+	}
+	*waited = true
 	s.mu.Lock()
 	if s.n.Load() == 0 {
 		s.mu.Unlock()

@@ -296,12 +296,16 @@ func TestPickWaitsForItsOwnSlotInTheWriter(t *testing.T) {
 // refusal.
 type refusalQuota struct {
 	*memory.Quota
-	refused chan struct{}
+	refused  chan struct{}
+	onRefuse func() // run before a refusal returns, when not nil
 }
 
 func (q *refusalQuota) Admit(ctx context.Context, b gate.ProviderGate, source string, est int64) (gate.Decision, gate.Permit, gate.QuotaDecision, bool, error) {
 	d, p, qd, ok, err := q.Quota.Admit(ctx, b, source, est)
 	if ok && d.Allowed && !qd.Allowed {
+		if q.onRefuse != nil {
+			q.onRefuse()
+		}
 		select {
 		case q.refused <- struct{}{}:
 		default:
@@ -354,4 +358,42 @@ func TestPickWaitsForItsOwnSlotNotYetTakenByARound(t *testing.T) {
 	tk := <-picked
 	require.NotNil(t, tk, "Pick waited out the linger or was refused its own slot")
 	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+}
+
+// The outcome that frees the slot may be written between the quota's
+// refusal and Pick's look at the writer: nothing of the source waits in the
+// writer any more, yet the refusal is stale, and the source is asked again.
+func TestPickAsksAgainWhenItsSlotWasWrittenMeanwhile(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	q := &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
+	q.onRefuse = func() {
+		q.onRefuse = nil
+		close(stalled.hold)
+		eventually(t, "both outcomes written", func() bool { return w.Stats().Written == 2 })
+	}
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success) // queued behind the stalled write
+	tk, rej, err := adm.Pick(context.Background(), nil, 1)
+	require.NoError(t, err)
+	require.NotNil(t, tk, "refused a slot written meanwhile: %v", rej)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
 }
