@@ -107,16 +107,21 @@ func (t *Ticket) giveBackNow(ctx context.Context, r Result, written bool) error 
 	if written {
 		a.probeWritten(t)
 	}
-	if err != nil {
-		errRecord = fmt.Errorf("record %s: %w", o, err)
-	} else {
-		a.w.afterRecord(ctx, t.idx, o, u)
-	}
 	if t.hasPermit {
 		// Settled and released together: one round trip on Redis.
 		if err := gate.Finish(ctx, a.quota, t.permit, r.Tokens); err != nil {
 			errPermit = fmt.Errorf("give back permit: %w", err)
 		}
+	}
+	if written {
+		a.slotWritten(t)
+	}
+	// The observer last: it may itself start a call that asks for the
+	// source, and must find the breaker and the slot given back.
+	if err != nil {
+		errRecord = fmt.Errorf("record %s: %w", o, err)
+	} else {
+		a.w.afterRecord(ctx, t.idx, o, u)
 	}
 	if errRecord == nil && errPermit == nil {
 		return nil

@@ -432,6 +432,7 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 			// before the observer hears of them (it may ask itself).
 			for _, p := range ps {
 				a.probeWritten(p.t)
+				a.slotWritten(p.t)
 			}
 			for i, p := range ps {
 				c := &cs[i]

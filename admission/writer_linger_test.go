@@ -14,6 +14,8 @@ import (
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
+	"github.com/pgw-go/pgw/internal/testutil"
+	"github.com/pgw-go/pgw/observe"
 )
 
 // lingerFixture is an admission of one source whose quota counts the
@@ -396,4 +398,54 @@ func TestPickAsksAgainWhenItsSlotWasWrittenMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, tk, "refused a slot written meanwhile: %v", rej)
 	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+}
+
+// An observer that starts a call of the source when it hears the source's
+// breaker close finds the probe's slot given back: the writer tells the
+// observer last, so the call neither waits for the observer's own return
+// nor is refused the slot.
+func TestWriterObserverCallFindsTheProbesSlotFree(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quota func(*memory.Quota) gate.QuotaGate
+	}{
+		{"Concluder", func(q *memory.Quota) gate.QuotaGate { return q }},
+		{"RecordThenFinish", func(q *memory.Quota) gate.QuotaGate { return plainQuota{q} }}, // exits_test.go
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testutil.NewFakeClock()
+			b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute}, memory.WithClock(clk))
+			require.NoError(t, err)
+			mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+			require.NoError(t, err)
+			w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
+			var adm *admission.SourceAdmission
+			got := make(chan *admission.Ticket, 1)
+			obs := observe.Funcs{StateChange: func(v observe.StateChange) {
+				if v.To != gate.Closed {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				tk, _, _ := adm.Pick(ctx, nil, 1)
+				got <- tk
+			}}
+			adm, err = admission.New(admission.Config{
+				Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: tc.quota(mq),
+				Writer: w, Clock: clk, Observer: obs,
+			})
+			require.NoError(t, err)
+			give(t, adm, gate.Failure)
+			eventually(t, "the Failure opened the breaker", func() bool { return w.Stats().Written == 1 })
+			clk.Advance(2 * time.Minute)
+			probe, rej, err := adm.Pick(context.Background(), nil, 1)
+			require.NoError(t, err)
+			require.NotNil(t, probe, "%v", rej)
+			require.True(t, probe.Decision.Probe)
+			require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+			tk := <-got
+			require.NotNil(t, tk, "the observer's call was refused the probe's slot")
+			require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+		})
+	}
 }
