@@ -603,9 +603,11 @@ func (a *SourceAdmission) slotEpoch(i int) uint64 {
 // true: the source is worth asking again — as it is when one was written
 // since the quota was asked. A caller that calls again as soon as its call
 // returned would otherwise be refused its own finished call's slot.
-// *waited makes it once per source per round.
+// *waited makes it once per source per round. During an outage of the
+// breaker's store (storeOut) it does not wait, as Pick waits for no probe
+// outcome then: the writer tries the store for up to its write timeout.
 func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, epoch uint64, waited *bool) bool {
-	if limit != gate.LimitInFlight || *waited || a.slots == nil {
+	if limit != gate.LimitInFlight || *waited || a.slots == nil || a.storeOut() {
 		return false
 	}
 	s := &a.slots[i]

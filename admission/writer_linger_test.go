@@ -449,3 +449,44 @@ func TestWriterObserverCallFindsTheProbesSlotFree(t *testing.T) {
 		})
 	}
 }
+
+// degradedBreaker is a breaker whose store reports an outage (Degrader).
+type degradedBreaker struct{ gate.ProviderGate }
+
+func (degradedBreaker) Degraded() bool { return true }
+
+// During an outage of the breaker's store Pick does not wait for its own
+// slot in the writer, which may try the store for its whole write timeout:
+// the refusal stands, as for any other source whose slots are taken.
+func TestPickDoesNotWaitForItsSlotDuringAnOutage(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	defer close(stalled.hold)
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: degradedBreaker{b}, Quota: mq, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success) // queued behind the stalled write
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tk, rej, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, ctx.Err(), "Pick waited for the writer during an outage")
+	require.NoError(t, err)
+	require.Nil(t, tk)
+	require.Equal(t, admission.RateLimited, rej[0].Reason)
+}
