@@ -126,6 +126,7 @@ type SourceAdmission struct {
 	admitter    gate.Admitter  // the quota gate when it can admit with the breaker
 	concluder   gate.Concluder // the quota gate when it can give back with the breaker
 	probes      []probeWait    // by selector index: probe outcomes in the writer
+	slots       []slotWait     // by selector index: outcomes in the writer that free a slot
 	degrader    Degrader       // the breaker when it can report an outage of its store
 }
 
@@ -245,6 +246,7 @@ func New(cfg Config) (*SourceAdmission, error) {
 	}
 	if a.writer != nil {
 		a.probes = make([]probeWait, len(a.sel.sources))
+		a.slots = make([]slotWait, len(a.sel.sources))
 	}
 	return a, nil
 }
@@ -305,7 +307,11 @@ func memoReason(held bool) Reason {
 // Failure, a Fatal) is still being written is asked about only once it is
 // written (a wait bounded by ctx) — except while the breaker reports an
 // outage of its store (Degrader): its local fallback answers then, and no
-// call waits for the store.
+// call waits for the store. A source whose quota refuses its in-flight
+// slots while this admission's own outcome that frees one waits in the
+// writer is asked again once that outcome is written (a wait bounded by
+// ctx, once per source and round), so that a caller calling again as soon
+// as its call returned is not refused its own finished call's slot.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	return a.pick(ctx, attemptFails, estTokens, nil, nil)
 }
@@ -335,6 +341,8 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 	var rej Rejections
 	var gateErr error
 	for i, ok := it.next(); ok; i, ok = it.next() {
+		slotWaited := false
+	again: // the source once more, after a wait for a slot (awaitSlot)
 		name := a.sel.sources[i].Name
 		if len(exclude) > 0 && slices.Contains(exclude, name) {
 			continue
@@ -371,6 +379,7 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			combined bool
 			err      error
 		)
+		epoch := a.slotEpoch(i)
 		if a.admitter != nil && !paceFull {
 			d, p, qd, took, combined, err = a.admit(ctx, i, name, estTokens)
 		}
@@ -420,6 +429,9 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				t.done.Store(true)
 				a.lat.end(i)
 				a.unpace(name, paced)
+				if a.awaitSlot(ctx, i, qd.Limit, epoch, &slotWaited) {
+					goto again
+				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
@@ -436,6 +448,9 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 			}
 			if !qd.Allowed {
 				t.giveBack(ctx)
+				if a.awaitSlot(ctx, i, qd.Limit, epoch, &slotWaited) {
+					goto again
+				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
@@ -554,6 +569,85 @@ func (a *SourceAdmission) probeWritten(t *Ticket) {
 		p.ch = nil
 	}
 	p.mu.Unlock()
+}
+
+// slotWait tracks the outcomes of one source that wait in the writer and
+// free an in-flight slot when written.
+type slotWait struct {
+	n    atomic.Int32  // outcomes queued and not yet written; read without mu
+	done atomic.Uint64 // outcomes written so far: an epoch a round reads before it asks
+	mu   sync.Mutex
+	ch   chan struct{} // closed when the next of them is written; nil: none waits
+}
+
+// slotQueued notes that t's outcome, which frees an in-flight slot, goes to
+// the writer.
+func (a *SourceAdmission) slotQueued(t *Ticket) { a.slots[t.idx].n.Add(1) }
+
+// slotWritten notes that t's outcome was written or dropped; once per
+// ticket (later calls do nothing).
+func (a *SourceAdmission) slotWritten(t *Ticket) {
+	if !t.slotted {
+		return
+	}
+	t.slotted = false
+	s := &a.slots[t.idx]
+	s.done.Add(1) // before n drops: awaitSlot reads n, then done
+	s.n.Add(-1)
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+	s.mu.Unlock()
+}
+
+// slotEpoch is source i's count of written outcomes that freed a slot,
+// read before its quota is asked (awaitSlot).
+func (a *SourceAdmission) slotEpoch(i int) uint64 {
+	if a.slots == nil {
+		return 0
+	}
+	return a.slots[i].done.Load()
+}
+
+// awaitSlot is called when source i's quota refused an admission (limit:
+// the limit that refused it; epoch: slotEpoch before it was asked): when
+// that is its in-flight slots, and this admission's own outcomes that free
+// one are still in the writer, it makes a lingering round write them and
+// waits until the next of them is written (bounded by ctx), and reports
+// true: the source is worth asking again — as it is when one was written
+// since the quota was asked. A caller that calls again as soon as its call
+// returned would otherwise be refused its own finished call's slot.
+// *waited makes it once per source per round. During an outage of the
+// breaker's store (storeOut) it does not wait, as Pick waits for no probe
+// outcome then: the writer tries the store for up to its write timeout.
+func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, epoch uint64, waited *bool) bool {
+	if limit != gate.LimitInFlight || *waited || a.slots == nil || a.storeOut() {
+		return false
+	}
+	s := &a.slots[i]
+	if s.n.Load() == 0 && s.done.Load() == epoch {
+		return false // none of this admission's outcomes frees a slot
+	}
+	*waited = true
+	s.mu.Lock()
+	if s.n.Load() == 0 {
+		s.mu.Unlock()
+		return true // written meanwhile
+	}
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	ch := s.ch
+	s.mu.Unlock()
+	a.writer.flush()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // reject adds r to the round's rejections and reports it to the observer.

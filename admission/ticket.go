@@ -28,6 +28,7 @@ type Ticket struct {
 	hasPermit bool
 	paced     bool
 	ordered   bool // its outcome, in the writer, holds Pick back (probeWait)
+	slotted   bool // its outcome, in the writer, frees an in-flight slot (slotWait)
 	done      atomic.Bool
 }
 
@@ -70,11 +71,25 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		t.ordered = true
 		a.probeQueued(t)
 	}
+	if t.leased() {
+		// Its slot comes back once it is written: an admission refused
+		// the source's slots meanwhile waits for that (Pick).
+		t.slotted = true
+		a.slotQueued(t)
+	}
 	if a.writer.put(context.WithoutCancel(ctx), t, r) {
 		return nil
 	}
 	a.probeWritten(t)
+	a.slotWritten(t)
 	return fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, t.Source, ErrWriterFull)
+}
+
+// leased reports whether the ticket's permit holds an in-flight lease (the
+// source has a MaxInFlight): its release is what this process's next call
+// of the source may be waiting for.
+func (t *Ticket) leased() bool {
+	return t.hasPermit && (t.permit.ID != "" || t.permit.Lease != 0)
 }
 
 // giveBackNow records the outcome with the breaker and gives the permit
@@ -92,16 +107,21 @@ func (t *Ticket) giveBackNow(ctx context.Context, r Result, written bool) error 
 	if written {
 		a.probeWritten(t)
 	}
-	if err != nil {
-		errRecord = fmt.Errorf("record %s: %w", o, err)
-	} else {
-		a.w.afterRecord(ctx, t.idx, o, u)
-	}
 	if t.hasPermit {
 		// Settled and released together: one round trip on Redis.
 		if err := gate.Finish(ctx, a.quota, t.permit, r.Tokens); err != nil {
 			errPermit = fmt.Errorf("give back permit: %w", err)
 		}
+	}
+	if written {
+		a.slotWritten(t)
+	}
+	// The observer last: it may itself start a call that asks for the
+	// source, and must find the breaker and the slot given back.
+	if err != nil {
+		errRecord = fmt.Errorf("record %s: %w", o, err)
+	} else {
+		a.w.afterRecord(ctx, t.idx, o, u)
 	}
 	if errRecord == nil && errPermit == nil {
 		return nil

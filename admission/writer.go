@@ -48,11 +48,13 @@ type WriterConfig struct {
 	// wait). Only a round of outcomes that cannot move a breaker
 	// waits: an outcome that can (a probe's, a Failure, a Fatal) is written
 	// at once, with whatever the round holds, and so is everything once
-	// Close begins. Waiting turns a steady trickle of outcomes, each of
-	// which would cost its own round trip, into one pipeline per Linger,
-	// and leaves the store's single thread free for the admissions callers
-	// wait for; it delays the release of an in-flight slot, and what other
-	// processes see of a Closed source's counts, by at most Linger.
+	// Close begins, or once an admission finds a source's in-flight slots
+	// taken while the round holds one of them (Pick). Waiting turns a
+	// steady trickle of outcomes, each of which would cost its own round
+	// trip, into one pipeline per Linger, and leaves the store's single
+	// thread free for the admissions callers wait for; it delays the release
+	// of an in-flight slot, and what other processes see of a Closed
+	// source's counts, by at most Linger.
 	Linger time.Duration
 	// Logger receives failed writes and drops, each kind at most once a
 	// second (default slog.Default()).
@@ -69,7 +71,8 @@ type WriterStats struct {
 	// Dropped outcomes were never tried: the queue was full, the writer
 	// closed, or Close's deadline passed before their turn.
 	Dropped uint64
-	// Queued outcomes wait in the queue now.
+	// Queued outcomes wait to be written now: in the queue, or held by a
+	// round that waits for more (WriterConfig.Linger).
 	Queued int
 }
 
@@ -92,7 +95,8 @@ type WriterStats struct {
 // A round that holds only outcomes which cannot move a breaker may wait
 // WriterConfig.Linger (1 ms) for more before it is written, so that outcomes
 // arriving one by one still share round trips; an outcome that can move a
-// breaker, a full round's worth queued, or Close ends the wait at once.
+// breaker, a full round's worth queued, a full queue, an admission refused
+// an in-flight slot that the round may hold, or Close ends the wait at once.
 //
 // A full queue drops the outcome (WriterStats.Dropped, and a log line at
 // most once a second) instead of making the caller wait: a dropped or failed
@@ -108,9 +112,12 @@ type WriterStats struct {
 // flight, nor retries a source its own failure just opened. During an
 // outage of the store (the breaker is a Degrader reporting one) Pick does
 // not wait: the local fallback that answers then is not the gate the
-// outcome goes to. Other outcomes
-// (a Closed admission's Success or Released) cannot move the state and are
-// written in no particular order, as concurrent calls' outcomes always were;
+// outcome goes to. An admission that its source refuses an in-flight slot
+// while one of its own outcomes that frees one waits in the writer ends a
+// lingering round, waits for that write and asks the source again. Other
+// outcomes (a Closed admission's Success or Released) cannot move the state
+// and are written in no particular order, as concurrent calls' outcomes
+// always were;
 // the observer and the state-change log line see an outcome's effect once
 // it is written.
 type Writer struct {
@@ -123,6 +130,7 @@ type Writer struct {
 	gather  sync.Mutex
 	wake    chan struct{} // (1) a lingering round should end: see round
 	held    atomic.Int32  // outcomes the lingering round holds (0: none lingers)
+	hurry   atomic.Bool   // the next round written without lingering (flush)
 	closing chan struct{} // closed by Close
 	log     *slog.Logger
 	base    context.Context // cancelled when Close gives up waiting
@@ -160,7 +168,8 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		bad = append(bad, fmt.Sprintf("Timeout=%v (legal: > 0, or 0 for %v)", cfg.Timeout, DefaultWriterTimeout))
 	}
 	if timeout := cmp.Or(cfg.Timeout, DefaultWriterTimeout); timeout > 0 && cfg.Linger >= timeout {
-		bad = append(bad, fmt.Sprintf("Linger=%v (legal: below Timeout (%v), 0 for %v, or negative for none)", cfg.Linger, timeout, DefaultWriterLinger))
+		bad = append(bad, fmt.Sprintf("Linger=%v (legal: below Timeout (%v), 0 for %v, or negative for none)",
+			cfg.Linger, timeout, defaultLinger(timeout)))
 	}
 	if len(bad) > 0 {
 		return nil, &ConfigError{Problems: []string{"writer: " + strings.Join(bad, "; ")}}
@@ -176,7 +185,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	}
 	switch {
 	case cfg.Linger == 0:
-		cfg.Linger = min(DefaultWriterLinger, cfg.Timeout/4)
+		cfg.Linger = defaultLinger(cfg.Timeout)
 	case cfg.Linger < 0:
 		cfg.Linger = 0
 	}
@@ -195,6 +204,12 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	return w, nil
 }
 
+// defaultLinger is WriterConfig.Linger's default for a write timeout:
+// DefaultWriterLinger, or a quarter of the timeout when that is less.
+func defaultLinger(timeout time.Duration) time.Duration {
+	return min(DefaultWriterLinger, timeout/4)
+}
+
 // Timeout returns the bound of each write.
 func (w *Writer) Timeout() time.Duration { return w.timeout }
 
@@ -204,7 +219,7 @@ func (w *Writer) Stats() WriterStats {
 		Written: w.written.Load(),
 		Failed:  w.failed.Load(),
 		Dropped: w.dropped.Load(),
-		Queued:  len(w.q),
+		Queued:  len(w.q) + int(w.held.Load()),
 	}
 }
 
@@ -223,7 +238,7 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 		}
 	}
 	w.mu.RUnlock()
-	if ok && (urgent || len(w.q)+int(w.held.Load()) >= maxBatch) {
+	if ok && (urgent || w.full(len(w.q), int(w.held.Load()))) {
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -239,6 +254,22 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 	return ok
 }
 
+// flush ends the wait of a lingering round, or keeps the next round from
+// lingering (an admission was refused an in-flight slot that one of its
+// outcomes in the writer holds).
+func (w *Writer) flush() {
+	// Whether a round lingers now or is about to: hurry keeps the next one
+	// from lingering, the wake ends the one that does.
+	w.hurry.Store(true)
+	if w.held.Load() == 0 {
+		return
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
 // rateOK reports whether a log line of the kind last stamps may go out: at
 // most one a second.
 func (w *Writer) rateOK(last *atomic.Int64) bool {
@@ -249,6 +280,14 @@ func (w *Writer) rateOK(last *atomic.Int64) bool {
 
 // maxBatch bounds how many queued outcomes one worker writes in one round.
 const maxBatch = 128
+
+// full reports whether a lingering round that holds held outcomes, with
+// queued more in the queue, should be written now: together they make a
+// full round, or the queue can take no more (a Queue shorter than a round),
+// so that waiting on would drop the next outcome while the workers idle.
+func (w *Writer) full(queued, held int) bool {
+	return queued+held >= maxBatch || queued >= cap(w.q)
+}
 
 // work writes outcomes in rounds (round), and the round's outcomes of each
 // scope as one batch — on Redis one script per outcome, all in one
@@ -275,6 +314,7 @@ func (w *Writer) work() {
 			for _, p := range batch {
 				w.dropped.Add(1)
 				p.t.a.probeWritten(p.t)
+				p.t.a.slotWritten(p.t)
 			}
 			continue
 		}
@@ -303,8 +343,9 @@ func (w *Writer) work() {
 // (timer) and takes what came meanwhile. The sleep is not woken by each
 // outcome put — that would cost a goroutine switch per outcome, the very
 // work lingering saves — only by an urgent one, a full round's worth
-// queued, or Close (w.wake, w.closing). It reports false once the queue is
-// closed; a round taken then is still returned, to be written.
+// queued (or a full queue), an admission refused a slot (flush), or Close
+// (w.wake, w.hurry, w.closing). It reports false once the queue is closed;
+// a round taken then is still returned, to be written.
 func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	w.gather.Lock()
 	defer w.gather.Unlock()
@@ -321,15 +362,15 @@ func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	}
 	batch = append(batch, p)
 	batch, urgent, open := w.take(batch, p.urgent)
-	if urgent || !open || timer == nil || len(batch) == maxBatch {
+	if urgent || !open || timer == nil || len(batch) == maxBatch || w.hurry.Swap(false) {
 		return batch, open
 	}
 	// Outcomes put from now on see what the round holds and wake it once
-	// a full round's worth is there; those put before were not told, so
-	// the queue is looked at again first.
+	// a full round's worth is there, or the queue is full; those put
+	// before were not told, so the queue is looked at again first.
 	w.held.Store(int32(len(batch)))
 	defer w.held.Store(0)
-	if len(w.q)+len(batch) >= maxBatch {
+	if w.full(len(w.q), len(batch)) || w.hurry.Swap(false) {
 		batch, _, open = w.take(batch, false)
 		return batch, open
 	}
@@ -338,6 +379,7 @@ func (w *Writer) round(batch []pending, timer *time.Timer) ([]pending, bool) {
 	case <-timer.C:
 	case <-w.wake:
 		timer.Stop()
+		w.hurry.Store(false)
 	case <-w.closing:
 		timer.Stop()
 	}
@@ -390,6 +432,7 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 			// before the observer hears of them (it may ask itself).
 			for _, p := range ps {
 				a.probeWritten(p.t)
+				a.slotWritten(p.t)
 			}
 			for i, p := range ps {
 				c := &cs[i]
@@ -414,6 +457,7 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 	}
 	for i, p := range ps {
 		a.probeWritten(p.t)
+		a.slotWritten(p.t)
 		if dropped != nil && dropped[i] {
 			w.dropped.Add(1)
 			continue

@@ -3,23 +3,30 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
+	"github.com/pgw-go/pgw/internal/testutil"
+	"github.com/pgw-go/pgw/observe"
 )
 
 // lingerFixture is an admission of one source whose quota counts the
 // writer's batches, behind a writer with the linger given and 8 workers.
+// The source has a rate limit and no MaxInFlight: its outcomes free no
+// slot, so a round of them lingers.
 func lingerFixture(t *testing.T, linger time.Duration) (*admission.SourceAdmission, *batchQuota, *admission.Writer) {
 	t.Helper()
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
-	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1000}})
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
 	require.NoError(t, err)
 	q := &batchQuota{Quota: mq, hold: make(chan struct{})}
 	close(q.hold)
@@ -81,7 +88,7 @@ func TestWriterUrgentOutcomeEndsTheLinger(t *testing.T) {
 			give(t, adm, gate.Success)
 			// A round has taken it and lingers; the next ones wait in the
 			// queue or join the round.
-			eventually(t, "a round took the first", func() bool { return w.Stats().Queued == 0 })
+			eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
 			for range 4 {
 				give(t, adm, gate.Success)
 			}
@@ -126,6 +133,8 @@ func TestNewWriterRejectsALingerNotBelowTheTimeout(t *testing.T) {
 		require.Contains(t, err.Error(), "Linger=")
 		require.Contains(t, err.Error(), "below Timeout")
 	}
+	_, err := admission.NewWriter(admission.WriterConfig{Linger: time.Millisecond, Timeout: time.Millisecond})
+	require.ErrorContains(t, err, "0 for 250µs", "the error names the default that fits this Timeout")
 	w, err := admission.NewWriter(admission.WriterConfig{Timeout: time.Millisecond})
 	require.NoError(t, err, "the default linger shrinks to fit a short Timeout")
 	require.NoError(t, w.Close(context.Background()))
@@ -136,12 +145,14 @@ func TestNewWriterRejectsALingerNotBelowTheTimeout(t *testing.T) {
 // lingering round would hold that caller for the whole linger.
 func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
-	f := newFixture(t, withWriter(w))
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}}) // no slot to free
+	require.NoError(t, err)
+	f := newFixture(t, withWriter(w), func(c *admission.Config) { c.Quota = mq })
 	// A round lingers with an earlier call's Success.
 	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
 	require.NoError(t, err)
 	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
-	eventually(t, "a round took it", func() bool { return w.Stats().Queued == 0 })
+	eventually(t, "a round lingers with it", func() bool { return w.Lingering() == 1 })
 	require.Zero(t, w.Stats().Written)
 
 	f.open(t, "s1")
@@ -158,4 +169,324 @@ func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	require.NotNil(t, tk)
 	require.Equal(t, gate.Closed, tk.Decision.State, "the probe's Success closed the breaker")
 	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+}
+
+// A queue shorter than a full round (Queue below 128) fills before the
+// round could: the lingering round must then be woken, not left asleep
+// while further outcomes are dropped and every worker idles.
+func TestWriterLingerEndsWhenTheQueueIsFull(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Queue: 4})
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success)
+	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
+	for range 4 {
+		give(t, adm, gate.Success) // the fourth fills the queue
+	}
+	eventually(t, "the full queue ended the linger", func() bool { return w.Stats().Written == 5 })
+	require.Zero(t, w.Stats().Dropped)
+}
+
+// What a lingering round holds is still waiting to be written: Stats counts
+// it as Queued, so that Written+Failed+Dropped+Queued accounts for every
+// outcome handed over.
+func TestWriterStatsCountALingeringRoundAsQueued(t *testing.T) {
+	adm, _, w := lingerFixture(t, time.Minute)
+	give(t, adm, gate.Success)
+	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
+	give(t, adm, gate.Released)
+	give(t, adm, gate.Success)
+	require.Equal(t, admission.WriterStats{Queued: 3}, w.Stats())
+	require.NoError(t, w.Close(context.Background()))
+	require.Equal(t, admission.WriterStats{Written: 3}, w.Stats())
+}
+
+// Callers giving outcomes back from many goroutines while Close begins:
+// once Close returns, every outcome handed over is counted once — written,
+// failed or dropped — and nothing is left queued. Each caller's Pick after
+// its own Failure waits for that Failure to be written, which the minute's
+// linger must not delay.
+func TestWriterLingerCloseAccountsForEveryOutcome(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1 << 30})
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1 << 20}, "s2": {MaxInFlight: 1 << 20}})
+	require.NoError(t, err)
+	w, err := admission.NewWriter(admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Queue: 64, Workers: 3})
+	require.NoError(t, err)
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}, {Name: "s2"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	const callers, each = 8, 200
+	var handed atomic.Int64
+	closing := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for i := range each {
+				if g == 0 && i == each/2 {
+					close(closing)
+				}
+				tk, _, err := adm.Pick(ctx, nil, 1)
+				if !assert.NoError(t, err, "a Pick waited for a lingering round") || tk == nil {
+					return
+				}
+				o := []gate.Outcome{gate.Success, gate.Released, gate.Failure, gate.Success}[(g+i)%4]
+				handed.Add(1)
+				_ = tk.Done(ctx, admission.Result{Outcome: o, Tokens: -1})
+			}
+		})
+	}
+	<-closing
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Close(ctx))
+	wg.Wait()
+	st := w.Stats()
+	require.Zero(t, st.Queued)
+	require.Zero(t, st.Failed)
+	require.EqualValues(t, handed.Load(), st.Written+st.Dropped)
+	require.EqualValues(t, st.Dropped, q.InFlight("s1")+q.InFlight("s2"), "a dropped outcome's slot alone is left")
+}
+
+// A caller that calls again as soon as its call returned must not be
+// refused its own finished call's in-flight slot because the outcome that
+// frees it lingers in the writer (or has not been written yet): Pick,
+// refused the source's slots while such an outcome of its own waits in the
+// writer, ends the linger, waits for the write and asks again. With a
+// MaxInFlight of 1 every serial call after the first was refused.
+func TestPickWaitsForItsOwnSlotInTheWriter(t *testing.T) {
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		tk, rej, err := adm.Pick(ctx, nil, 1)
+		require.NoError(t, err)
+		require.NotNil(t, tk, "call %d refused its own slot: %v", i, rej)
+		require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+		eventually(t, "a round lingers with the outcome", func() bool { return w.Lingering() == 1 })
+		require.Equal(t, 1, q.InFlight("s1"), "the slot waits in the writer")
+	}
+	// A slot another call holds is refused as before, without a wait.
+	tk, _, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	other, rej, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, err)
+	require.Nil(t, other)
+	require.Equal(t, admission.RateLimited, rej[0].Reason)
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+}
+
+// refusalQuota is a memory quota whose combined admission signals each
+// refusal.
+type refusalQuota struct {
+	*memory.Quota
+	refused  chan struct{}
+	onRefuse func() // run before a refusal returns, when not nil
+}
+
+func (q *refusalQuota) Admit(ctx context.Context, b gate.ProviderGate, source string, est int64) (gate.Decision, gate.Permit, gate.QuotaDecision, bool, error) {
+	d, p, qd, ok, err := q.Quota.Admit(ctx, b, source, est)
+	if ok && d.Allowed && !qd.Allowed {
+		if q.onRefuse != nil {
+			q.onRefuse()
+		}
+		select {
+		case q.refused <- struct{}{}:
+		default:
+		}
+	}
+	return d, p, qd, ok, err
+}
+
+// The outcome that frees the slot may not have reached a round yet when
+// Pick is refused (every worker busy): the round that takes it must not
+// linger, or Pick waits out the whole linger.
+func TestPickWaitsForItsOwnSlotNotYetTakenByARound(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Workers: 1})
+	// Another scope's Failure keeps the only worker busy until released.
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	q := &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success) // queued behind the stalled write
+	require.Equal(t, 1, w.Stats().Queued)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	picked := make(chan *admission.Ticket, 1)
+	go func() {
+		tk, _, err := adm.Pick(ctx, nil, 1)
+		assert.NoError(t, err)
+		picked <- tk
+	}()
+	<-q.refused
+	eventually(t, "the refused Pick asked the writer to hurry", w.Hurried)
+	close(stalled.hold)
+	tk := <-picked
+	require.NotNil(t, tk, "Pick waited out the linger or was refused its own slot")
+	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
+}
+
+// The outcome that frees the slot may be written between the quota's
+// refusal and Pick's look at the writer: nothing of the source waits in the
+// writer any more, yet the refusal is stale, and the source is asked again.
+func TestPickAsksAgainWhenItsSlotWasWrittenMeanwhile(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	q := &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
+	q.onRefuse = func() {
+		q.onRefuse = nil
+		close(stalled.hold)
+		eventually(t, "both outcomes written", func() bool { return w.Stats().Written == 2 })
+	}
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success) // queued behind the stalled write
+	tk, rej, err := adm.Pick(context.Background(), nil, 1)
+	require.NoError(t, err)
+	require.NotNil(t, tk, "refused a slot written meanwhile: %v", rej)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+}
+
+// An observer that starts a call of the source when it hears the source's
+// breaker close finds the probe's slot given back: the writer tells the
+// observer last, so the call neither waits for the observer's own return
+// nor is refused the slot.
+func TestWriterObserverCallFindsTheProbesSlotFree(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quota func(*memory.Quota) gate.QuotaGate
+	}{
+		{"Concluder", func(q *memory.Quota) gate.QuotaGate { return q }},
+		{"RecordThenFinish", func(q *memory.Quota) gate.QuotaGate { return plainQuota{q} }}, // exits_test.go
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testutil.NewFakeClock()
+			b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute}, memory.WithClock(clk))
+			require.NoError(t, err)
+			mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+			require.NoError(t, err)
+			w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute})
+			var adm *admission.SourceAdmission
+			got := make(chan *admission.Ticket, 1)
+			obs := observe.Funcs{StateChange: func(v observe.StateChange) {
+				if v.To != gate.Closed {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				tk, _, _ := adm.Pick(ctx, nil, 1)
+				got <- tk
+			}}
+			adm, err = admission.New(admission.Config{
+				Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: tc.quota(mq),
+				Writer: w, Clock: clk, Observer: obs,
+			})
+			require.NoError(t, err)
+			give(t, adm, gate.Failure)
+			eventually(t, "the Failure opened the breaker", func() bool { return w.Stats().Written == 1 })
+			clk.Advance(2 * time.Minute)
+			probe, rej, err := adm.Pick(context.Background(), nil, 1)
+			require.NoError(t, err)
+			require.NotNil(t, probe, "%v", rej)
+			require.True(t, probe.Decision.Probe)
+			require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+			tk := <-got
+			require.NotNil(t, tk, "the observer's call was refused the probe's slot")
+			require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+		})
+	}
+}
+
+// degradedBreaker is a breaker whose store reports an outage (Degrader).
+type degradedBreaker struct{ gate.ProviderGate }
+
+func (degradedBreaker) Degraded() bool { return true }
+
+// During an outage of the breaker's store Pick does not wait for its own
+// slot in the writer, which may try the store for its whole write timeout:
+// the refusal stands, as for any other source whose slots are taken.
+func TestPickDoesNotWaitForItsSlotDuringAnOutage(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	defer close(stalled.hold)
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	adm, err := admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: degradedBreaker{b}, Quota: mq, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, adm, gate.Success) // queued behind the stalled write
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tk, rej, err := adm.Pick(ctx, nil, 1)
+	require.NoError(t, ctx.Err(), "Pick waited for the writer during an outage")
+	require.NoError(t, err)
+	require.Nil(t, tk)
+	require.Equal(t, admission.RateLimited, rej[0].Reason)
 }

@@ -12,21 +12,19 @@ import (
 
 // scriptConclude is Record and Finish in one script (lua/conclude.lua):
 // Record's prelude and body wrapped in a function for whatever its fast
-// path does not decide, after the quota's prelude.
-//
-// scriptConcludeRun is a run of one source's Successes and Releaseds in one
-// script (lua/conclude_run.lua): what the writer sends for outcomes that
-// queued up together, one command for the run instead of one per outcome.
+// path does not decide, after the quota's prelude. One call concludes one
+// admission, or a run of one source's Successes and Releaseds: what the
+// writer sends for outcomes that queued up together, one command for the
+// run instead of one per outcome. Runs and lone conclusions share the one
+// script, so that a server that lost its scripts refuses both alike and a
+// source's outcomes are run again in their order (Conclude).
 var (
 	scriptConcludeSrc = lua("clock.lua", "fast.lua", "quota_common.lua") +
 		body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude.lua")
-	scriptConclude       = newLua(scriptConcludeSrc)
-	scriptConcludeRunSrc = lua("clock.lua", "fast.lua", "quota_common.lua") +
-		body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude_run.lua")
-	scriptConcludeRun = newLua(scriptConcludeRunSrc)
+	scriptConclude = newLua(scriptConcludeSrc)
 )
 
-// maxRun bounds how many outcomes one conclude_run.lua call carries.
+// maxRun bounds how many outcomes one conclude.lua call carries.
 const maxRun = 64
 
 var _ gate.Concluder = (*Quota)(nil)
@@ -35,7 +33,7 @@ var _ gate.Concluder = (*Quota)(nil)
 // call.
 type conclusionCall struct {
 	i    int    // index in the batch (a run's first)
-	more []int  // a run's further conclusions, in order (conclude_run.lua)
+	more []int  // a run's further conclusions, in order
 	args []any  // the EVALSHA command's (runArgs)
 	src  string // the script's source, for the EVAL after a NOSCRIPT
 }
@@ -90,9 +88,9 @@ func (q *Quota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Con
 	return true
 }
 
-// conclusionCalls renders cs as script calls: a run (conclude_run.lua) for
-// each source's Successes and Releaseds that follow one another in cs with
-// no other outcome of that source between them, conclude.lua for each
+// conclusionCalls renders cs as conclude.lua calls: a run for each
+// source's Successes and Releaseds that follow one another in cs with no
+// other outcome of that source between them, a call of its own for each
 // other conclusion. The calls keep each source's conclusions in their
 // order; an invalid outcome gets its error here and no call.
 func (q *Quota) conclusionCalls(rb *Breaker, cs []gate.Conclusion) []conclusionCall {
@@ -127,7 +125,7 @@ func (q *Quota) conclusionCalls(rb *Breaker, cs []gate.Conclusion) []conclusionC
 		case k.more == nil: // a run of one
 			*k = q.conclusionCall(rb, k.i, &cs[k.i])
 		default:
-			k.args, k.src = q.runArgs(rb, cs, k), scriptConcludeRunSrc
+			k.args, k.src = q.runArgs(rb, cs, k), scriptConcludeSrc
 		}
 	}
 	return calls
@@ -140,21 +138,17 @@ func (q *Quota) runnable(c *gate.Conclusion) bool {
 		c.Decision.Allowed && !c.Decision.Probe && q.sources[c.Source] != nil
 }
 
-// runArgs renders a run as conclude_run.lua's command.
+// runArgs renders a run as conclude.lua's command.
 func (q *Quota) runArgs(rb *Breaker, cs []gate.Conclusion, k *conclusionCall) []any {
 	c0 := &cs[k.i]
 	s := q.sources[c0.Source]
-	head := s.concludeRunHead(rb)
-	args := make([]any, len(head), len(head)+3+4*(1+len(k.more)))
+	head := s.concludeHead(rb)
+	args := make([]any, len(head), len(head)+3+6*(1+len(k.more)))
 	copy(args, head)
 	args = append(args, s.tpm...)
-	add := func(c *gate.Conclusion) {
-		delta, id := s.giveBack(c)
-		args = append(args, outcomeArgs[c.Outcome], c.Decision.Token, delta, id)
-	}
-	add(c0)
+	args = s.appendConclusion(args, c0)
 	for _, i := range k.more {
-		add(&cs[i])
+		args = s.appendConclusion(args, &cs[i])
 	}
 	return args
 }
@@ -188,24 +182,32 @@ func (q *Quota) runReply(ctx context.Context, cs []gate.Conclusion, k conclusion
 // constants so that passing them allocates nothing.
 var outcomeArgs = [...]string{gate.Success: "1", gate.Failure: "2", gate.Fatal: "3", gate.Released: "4"}
 
-// conclusionCall renders c as conclude.lua's command.
+// conclusionCall renders c as conclude.lua's command, a conclusion alone.
 func (q *Quota) conclusionCall(rb *Breaker, i int, c *gate.Conclusion) conclusionCall {
-	d := c.Decision
-	var head, tpm []any
-	delta, id := "", ""
 	s := q.sources[c.Source]
+	var head, tpm []any
 	if s != nil {
 		head, tpm = s.concludeHead(rb), s.tpm
-		delta, id = s.giveBack(c)
 	} else {
 		head, tpm = newConcludeHead(rb, q.admitKeys(c.Source)[:4]), noLimits[:3]
 	}
 	args := make([]any, len(head), len(head)+9)
 	copy(args, head)
-	args = append(args, outcomeArgs[c.Outcome], flag(d.Allowed), flag(d.Probe), d.Token)
 	args = append(args, tpm...)
-	args = append(args, delta, id)
+	args = s.appendConclusion(args, c)
 	return conclusionCall{i: i, args: args, src: scriptConcludeSrc}
+}
+
+// appendConclusion appends c's six arguments of conclude.lua to args: the
+// outcome, the decision's allowed, probe and token, and what c gives back
+// (giveBack; nothing when s is nil, a source without limits).
+func (s *quotaSource) appendConclusion(args []any, c *gate.Conclusion) []any {
+	d := c.Decision
+	delta, id := "", ""
+	if s != nil {
+		delta, id = s.giveBack(c)
+	}
+	return append(args, outcomeArgs[c.Outcome], flag(d.Allowed), flag(d.Probe), d.Token, delta, id)
 }
 
 // giveBack is what c gives back to s's quota, as the scripts' arguments:
@@ -235,19 +237,6 @@ func (s *quotaSource) concludeHead(rb *Breaker) []any {
 		s.conclude.Store(h)
 	}
 	return h.heads[0]
-}
-
-// concludeRunHead is concludeHead for conclude_run.lua.
-func (s *quotaSource) concludeRunHead(rb *Breaker) []any {
-	h := s.conclude.Load()
-	if h == nil || h.rb != rb || h.heads[1] == nil {
-		h = &admitHeads{rb: rb, heads: [2][]any{
-			newConcludeHead(rb, s.admitKeys[:4]),
-			newScriptHead(scriptConcludeRun, rb, s.admitKeys[:4]),
-		}}
-		s.conclude.Store(h)
-	}
-	return h.heads[1]
 }
 
 func newConcludeHead(rb *Breaker, keys []string) []any {

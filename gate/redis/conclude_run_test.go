@@ -126,3 +126,30 @@ func TestConcludeRunAfterScriptFlush(t *testing.T) {
 	}
 	require.Zero(t, inFlight(t, c, q))
 }
+
+// A batch whose calls use different scripts must still apply one source's
+// outcomes in their order when the server has lost only some of its
+// scripts (SCRIPT FLUSH, a restart, then a lone conclusion that loaded its
+// own): a Failure may not be applied before the Success that comes before
+// it in the batch and resets the count. ConsecutiveFailures is 3: in order,
+// F, S, R, F, F leave 2 failures and the breaker Closed; the three Failures
+// first would open it.
+func TestConcludeKeepsASourcesOrderWhenTheServerLostSomeScripts(t *testing.T) {
+	c, _, b, q, admit := runRig(t)
+	require.NoError(t, c.ScriptFlush(context.Background()).Err())
+	lone := admit(1, gate.Success)
+	require.True(t, q.Conclude(context.Background(), b, lone)) // loads a lone conclusion's script
+	require.NoError(t, lone[0].Err)
+	cs := admit(5, gate.Failure, gate.Success, gate.Released, gate.Failure, gate.Failure)
+	require.True(t, q.Conclude(context.Background(), b, cs))
+	for _, k := range cs {
+		require.NoError(t, k.Err)
+		require.True(t, k.Update.Applied, "%+v", k.Update)
+		require.Equal(t, gate.Closed, k.Update.State)
+	}
+	s, err := b.Snapshot(context.Background(), "s")
+	require.NoError(t, err)
+	require.Equal(t, gate.Closed, s.State)
+	require.Equal(t, 2, s.ConsecutiveFailures)
+	require.Zero(t, inFlight(t, c, q))
+}

@@ -105,6 +105,39 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 		})
 	})
 
+	t.Run("ARunThatEmptiesTheInFlightSet", func(t *testing.T) {
+		// Closed admissions whose outcomes arrive once the breaker has
+		// tripped and a probe is out: all four keys exist, so the run goes
+		// to the owner, and its one removal empties the lease set. Each
+		// outcome is a miss; the probe's lease is untouched.
+		rq, err := redis.NewQuota(c, scope, map[string]gate.Limits{src: {RPM: 100000, MaxInFlight: 10}}, redis.WithLease(time.Minute))
+		require.NoError(t, err)
+		var cs []gate.Conclusion
+		for i := range 3 {
+			d, p, qd, ok, err := rq.Admit(ctx, b, src, 0)
+			require.NoError(t, err)
+			require.True(t, ok && d.Allowed && !d.Probe && qd.Allowed)
+			cs = append(cs, gate.Conclusion{Source: src, Decision: d, Outcome: []gate.Outcome{gate.Success, gate.Released}[i%2], Permit: p, HasPermit: true, Tokens: -1})
+		}
+		probe := probing()
+		migrating(func() {
+			require.True(t, rq.Conclude(ctx, b, cs))
+			for _, k := range cs {
+				require.NoError(t, k.Err)
+				assert.False(t, k.Update.Applied, "a tripped generation's outcome is a miss")
+				assert.Equal(t, gate.HalfOpen, k.Update.State)
+			}
+		})
+		n, err := c.ZCard(ctx, rq.Keys(src)[1]).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "every lease freed")
+		s, err := b.Snapshot(ctx, src)
+		require.NoError(t, err)
+		assert.Equal(t, 1, s.ProbesInFlight, "the probe's lease is left alone")
+		_, err = b.Record(ctx, src, probe, gate.Success)
+		require.NoError(t, err)
+	})
+
 	t.Run("AFullInFlightSetOfExpiredLeasesAdmits", func(t *testing.T) {
 		p, qd, err := q.Acquire(ctx, src, 0)
 		require.NoError(t, err)

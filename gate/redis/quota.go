@@ -130,7 +130,7 @@ func (q *Quota) Keys(source string) []string {
 // Preload loads the quota scripts into Redis (every master of a cluster), so
 // that even the first operation is a single EVALSHA.
 func (q *Quota) Preload(ctx context.Context) error {
-	for _, s := range []*script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish, scriptAdmit, scriptConclude, scriptConcludeRun} {
+	for _, s := range []*script{scriptQuotaAcquire, scriptQuotaSettle, scriptQuotaRelease, scriptQuotaFinish, scriptAdmit, scriptConclude} {
 		if err := s.Load(ctx, q.c).Err(); err != nil {
 			return wrapErr(ctx, "Preload", "", err)
 		}

@@ -36,7 +36,7 @@ local RECORD_FAST_FIELDS = { 'st', 'gen', 'fo', 'x', 'cf' }
 -- record.lua's: ARGV[4] outcome, [5] allowed, [6] probe, [7] token. rec is
 -- the record's RECORD_FAST_FIELDS when already read (nil: read here, only
 -- for an outcome that may qualify); the second result is rec as read, for
--- the next outcome of a run (conclude_run.lua) while nothing was written.
+-- the next outcome of a run (conclude.lua) while nothing was written.
 local function record_fast(keys, argv, rec)
   local outcome = argv[4]
   if not (outcome == '4' or (outcome == '1' and argv[2] == '0')) or argv[5] ~= '1' or argv[6] ~= '0' then
