@@ -74,6 +74,11 @@ type WriterStats struct {
 	// Queued outcomes wait to be written now: in the queue, or held by a
 	// round that waits for more (WriterConfig.Linger).
 	Queued int
+	// Unwritten outcomes were handed over and are not yet Written, Failed
+	// or Dropped: queued, held by a lingering round, or being written. 0
+	// means every outcome handed over so far has reached its gates (or
+	// been counted as failed or dropped).
+	Unwritten int
 }
 
 // Writer gives back the outcomes of admitted attempts — the breaker Record
@@ -127,15 +132,18 @@ type Writer struct {
 	// gather is held by the worker taking a round from q, so that one
 	// round lingers at a time and the others do not split its outcomes
 	// between them.
-	gather  sync.Mutex
-	wake    chan struct{} // (1) a lingering round should end: see round
-	held    atomic.Int32  // outcomes the lingering round holds (0: none lingers)
-	hurry   atomic.Bool   // the next round written without lingering (flush)
-	closing chan struct{} // closed by Close
-	log     *slog.Logger
-	base    context.Context // cancelled when Close gives up waiting
-	abandon context.CancelFunc
-	wg      sync.WaitGroup
+	gather sync.Mutex
+	wake   chan struct{} // (1) a lingering round should end: see round
+	held   atomic.Int32  // outcomes the lingering round holds (0: none lingers)
+	hurry  atomic.Bool   // the next round written without lingering (flush)
+	// unwritten counts outcomes accepted by put and not yet counted as
+	// written, failed or dropped (WriterStats.Unwritten).
+	unwritten atomic.Int64
+	closing   chan struct{} // closed by Close
+	log       *slog.Logger
+	base      context.Context // cancelled when Close gives up waiting
+	abandon   context.CancelFunc
+	wg        sync.WaitGroup
 
 	mu     sync.RWMutex // guards closed against sends on a closed q
 	closed bool
@@ -220,6 +228,8 @@ func (w *Writer) Stats() WriterStats {
 		Failed:  w.failed.Load(),
 		Dropped: w.dropped.Load(),
 		Queued:  len(w.q) + int(w.held.Load()),
+
+		Unwritten: int(w.unwritten.Load()),
 	}
 }
 
@@ -228,6 +238,7 @@ func (w *Writer) Stats() WriterStats {
 func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 	// Read before the send: once queued, t is the writer's.
 	urgent := t.ordered
+	w.unwritten.Add(1) // before the send: a worker may count it at once
 	w.mu.RLock()
 	ok := false
 	if !w.closed {
@@ -238,6 +249,9 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 		}
 	}
 	w.mu.RUnlock()
+	if !ok {
+		w.unwritten.Add(-1)
+	}
 	if ok && (urgent || w.full(len(w.q), int(w.held.Load()))) {
 		select {
 		case w.wake <- struct{}{}:
@@ -316,6 +330,7 @@ func (w *Writer) work() {
 				p.t.a.probeWritten(p.t)
 				p.t.a.slotWritten(p.t)
 			}
+			w.unwritten.Add(-int64(len(batch)))
 			continue
 		}
 		// One batch per scope, in queue order within each.
@@ -472,6 +487,7 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 		}
 		w.written.Add(1)
 	}
+	w.unwritten.Add(-int64(len(ps)))
 	return cs
 }
 

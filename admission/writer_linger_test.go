@@ -202,7 +202,7 @@ func TestWriterStatsCountALingeringRoundAsQueued(t *testing.T) {
 	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
 	give(t, adm, gate.Released)
 	give(t, adm, gate.Success)
-	require.Equal(t, admission.WriterStats{Queued: 3}, w.Stats())
+	require.Equal(t, admission.WriterStats{Queued: 3, Unwritten: 3}, w.Stats())
 	require.NoError(t, w.Close(context.Background()))
 	require.Equal(t, admission.WriterStats{Written: 3}, w.Stats())
 }

@@ -317,3 +317,30 @@ func TestWriterSkippedForLocalGiveBacks(t *testing.T) {
 	require.EqualValues(t, 7, fq.tokens("s1"))
 	require.Equal(t, admission.WriterStats{}, w.Stats(), "the writer saw nothing")
 }
+
+// Unwritten counts an outcome from the moment Done hands it over until it
+// is written, failed or dropped — also while a worker is writing it, when
+// it is no longer queued.
+func TestWriterStatsCountAnOutcomeBeingWrittenAsUnwritten(t *testing.T) {
+	w := newWriter(t, admission.WriterConfig{Workers: 1, Timeout: time.Minute, Linger: -1})
+	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	<-sg.entered // the worker is writing it
+	s := w.Stats()
+	require.Zero(t, s.Queued, "taken from the queue")
+	require.Equal(t, 1, s.Unwritten, "but not written yet")
+	close(sg.hold)
+	eventually(t, "written", func() bool { return w.Stats().Written == 1 })
+	require.Zero(t, w.Stats().Unwritten)
+
+	// A dropped outcome is never counted as unwritten.
+	require.NoError(t, w.Close(context.Background()))
+	tk, _, err = f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, err)
+	require.ErrorIs(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}), admission.ErrWriterFull)
+	require.Equal(t, admission.WriterStats{Written: 1, Dropped: 1}, w.Stats())
+}

@@ -273,6 +273,8 @@ func printReport(w io.Writer, m faultsuite.Report, plan []phase, leases []faults
 	}
 	violations += inFlight + probes
 	fmt.Fprintf(w, "leases left in Redis: %d in-flight, %d probes\n", inFlight, probes)
+	fmt.Fprintf(w, "outcomes the writers failed to write: %d, dropped: %d; gate replies lost: acquire %d, release %d, try_enter %d, record %d\n",
+		m.WriterFailed, m.WriterDropped, m.Lost.Acquire, m.Lost.Release, m.Lost.TryEnter, m.Lost.Record)
 	fmt.Fprintf(w, "goroutines left in the workers after Close: %d\n", m.Goroutines)
 	if len(m.Outages) > 0 {
 		violations += int64(len(m.Outages))

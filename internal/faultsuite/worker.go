@@ -18,6 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate/redis"
 	"github.com/pgw-go/pgw/observe"
@@ -142,6 +143,7 @@ func runWorker(id int, spec Spec, in io.Reader, out io.Writer) int {
 			stopped = true
 			close(stop)
 			load.Wait()
+			w.settleWriter()
 		}
 	}
 	lines := bufio.NewScanner(in)
@@ -169,6 +171,19 @@ func runWorker(id int, spec Spec, in io.Reader, out io.Writer) int {
 	}
 	stopLoad()
 	return w.finish(enc)
+}
+
+// settleWriter waits, once the load has stopped, until the gateway's
+// outcome writer has given back every outcome handed to it (written, failed
+// or dropped), for at most a write timeout and a second: the writer is
+// asynchronous, and the leases the harness inspects next are given back
+// by it. An outcome still unwritten then is left for the inspection to
+// find.
+func (w *worker) settleWriter() {
+	deadline := time.Now().Add(admission.DefaultWriterTimeout + time.Second)
+	for w.gw.OutcomeWriterStats().Unwritten > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // finish closes the gateway, looks for leftover goroutines and reports.
