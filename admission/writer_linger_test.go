@@ -322,27 +322,7 @@ func (q *refusalQuota) Admit(ctx context.Context, b gate.ProviderGate, source st
 func TestPickWaitsForItsOwnSlotNotYetTakenByARound(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Linger: time.Minute, Timeout: 2 * time.Minute, Workers: 1})
 	// Another scope's Failure keeps the only worker busy until released.
-	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
-	require.NoError(t, err)
-	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
-	require.NoError(t, err)
-	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
-	other, err := admission.New(admission.Config{
-		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
-	})
-	require.NoError(t, err)
-	give(t, other, gate.Failure)
-	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
-
-	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
-	require.NoError(t, err)
-	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
-	require.NoError(t, err)
-	q := &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
-	adm, err := admission.New(admission.Config{
-		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
-	})
-	require.NoError(t, err)
+	adm, stalled, q := stalledWorker(t, w)
 	give(t, adm, gate.Success) // queued behind the stalled write
 	require.Equal(t, 1, w.Stats().Queued)
 
@@ -489,4 +469,33 @@ func TestPickDoesNotWaitForItsSlotDuringAnOutage(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, tk)
 	require.Equal(t, admission.RateLimited, rej[0].Reason)
+}
+
+// stalledWorker is w, whose only worker is kept busy writing another
+// scope's Failure until stalled.hold is closed, and a CHAT scope of one
+// source with MaxInFlight 1 on w whose quota reports its refusals.
+func stalledWorker(t *testing.T, w *admission.Writer) (adm *admission.SourceAdmission, stalled *batchQuota, q *refusalQuota) {
+	t.Helper()
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled = &batchQuota{Quota: oq, hold: make(chan struct{})}
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+
+	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
+	require.NoError(t, err)
+	q = &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
+	adm, err = admission.New(admission.Config{
+		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: q, Writer: w,
+	})
+	require.NoError(t, err)
+	return adm, stalled, q
 }
