@@ -347,18 +347,7 @@ func TestPickWaitsForItsOwnSlotNotYetTakenByARound(t *testing.T) {
 // writer any more, yet the refusal is stale, and the source is asked again.
 func TestPickAsksAgainWhenItsSlotWasWrittenMeanwhile(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
-	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
-	require.NoError(t, err)
-	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
-	require.NoError(t, err)
-	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
-	other, err := admission.New(admission.Config{
-		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
-	})
-	require.NoError(t, err)
-	give(t, other, gate.Failure)
-	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
-
+	stalled := holdTheWorker(t, w)
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
 	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
@@ -440,19 +429,8 @@ func (degradedBreaker) Degraded() bool { return true }
 // the refusal stands, as for any other source whose slots are taken.
 func TestPickDoesNotWaitForItsSlotDuringAnOutage(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
-	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
-	require.NoError(t, err)
-	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
-	require.NoError(t, err)
-	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	stalled := holdTheWorker(t, w)
 	defer close(stalled.hold)
-	other, err := admission.New(admission.Config{
-		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
-	})
-	require.NoError(t, err)
-	give(t, other, gate.Failure)
-	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
-
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
 	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
@@ -476,18 +454,7 @@ func TestPickDoesNotWaitForItsSlotDuringAnOutage(t *testing.T) {
 // source with MaxInFlight 1 on w whose quota reports its refusals.
 func stalledWorker(t *testing.T, w *admission.Writer) (adm *admission.SourceAdmission, stalled *batchQuota, q *refusalQuota) {
 	t.Helper()
-	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
-	require.NoError(t, err)
-	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
-	require.NoError(t, err)
-	stalled = &batchQuota{Quota: oq, hold: make(chan struct{})}
-	other, err := admission.New(admission.Config{
-		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
-	})
-	require.NoError(t, err)
-	give(t, other, gate.Failure)
-	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
-
+	stalled = holdTheWorker(t, w)
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
 	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
@@ -498,4 +465,22 @@ func stalledWorker(t *testing.T, w *admission.Writer) (adm *admission.SourceAdmi
 	})
 	require.NoError(t, err)
 	return adm, stalled, q
+}
+
+// holdTheWorker keeps w's only worker busy writing another scope's Failure
+// until the returned quota's hold is closed.
+func holdTheWorker(t *testing.T, w *admission.Writer) *batchQuota {
+	t.Helper()
+	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
+	require.NoError(t, err)
+	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
+	require.NoError(t, err)
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	other, err := admission.New(admission.Config{
+		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
+	})
+	require.NoError(t, err)
+	give(t, other, gate.Failure)
+	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+	return stalled
 }

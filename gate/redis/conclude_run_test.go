@@ -2,8 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -14,41 +12,22 @@ import (
 	"github.com/pgw-go/pgw/internal/testutil"
 )
 
-// scriptCounter counts the script commands a client sends, each command
-// of a pipeline included.
-type scriptCounter struct{ n atomic.Int64 }
-
-func (h *scriptCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-
-func (h *scriptCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *scriptCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		for _, c := range cmds {
-			h.count(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (h *scriptCounter) count(c goredis.Cmder) {
-	if name := strings.ToLower(c.Name()); name == "evalsha" || name == "eval" {
-		h.n.Add(1)
-	}
+// scriptsSent is how many script commands h saw, and forgets them.
+func (h *resendHook) scriptsSent() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.scripts
+	h.scripts, h.free = 0, nil
+	return n
 }
 
 // runRig is a breaker and a quota on a real redis-server, with the script
 // commands counted, and admit: n admissions of source s.
-func runRig(t *testing.T) (*goredis.Client, *scriptCounter, *redis.Breaker, *redis.Quota, func(n int, o ...gate.Outcome) []gate.Conclusion) {
+func runRig(t *testing.T) (*goredis.Client, *resendHook, *redis.Breaker, *redis.Quota, func(n int, o ...gate.Outcome) []gate.Conclusion) {
 	t.Helper()
 	srv := testutil.StartRedis(t)
 	c := realClient(t, srv.Addr)
-	counter := &scriptCounter{}
+	counter := &resendHook{}
 	c.AddHook(counter)
 	b, err := redis.NewBreaker(c, "chat", gate.Policy{ConsecutiveFailures: 3})
 	require.NoError(t, err)
@@ -85,14 +64,14 @@ func TestConcludeSendsARunAsOneCommand(t *testing.T) {
 	c, counter, b, q, admit := runRig(t)
 	cs := admit(5, gate.Success, gate.Released, gate.Success, gate.Released, gate.Success)
 	require.EqualValues(t, 5, inFlight(t, c, q))
-	counter.n.Store(0)
+	counter.scriptsSent()
 	require.True(t, q.Conclude(context.Background(), b, cs))
 	for _, k := range cs {
 		require.NoError(t, k.Err)
 		require.True(t, k.Update.Applied)
 		require.Equal(t, gate.Closed, k.Update.State)
 	}
-	require.EqualValues(t, 1, counter.n.Load(), "one script for the run")
+	require.Equal(t, 1, counter.scriptsSent(), "one script for the run")
 	require.Zero(t, inFlight(t, c, q), "every lease freed")
 }
 
@@ -101,12 +80,12 @@ func TestConcludeSendsARunAsOneCommand(t *testing.T) {
 func TestConcludeRunEndsAtAFailure(t *testing.T) {
 	c, counter, b, q, admit := runRig(t)
 	cs := admit(5, gate.Success, gate.Success, gate.Failure, gate.Success, gate.Success)
-	counter.n.Store(0)
+	counter.scriptsSent()
 	require.True(t, q.Conclude(context.Background(), b, cs))
 	for _, k := range cs {
 		require.NoError(t, k.Err)
 	}
-	require.EqualValues(t, 3, counter.n.Load(), "run, Failure, run")
+	require.Equal(t, 3, counter.scriptsSent(), "run, Failure, run")
 	s, err := b.Snapshot(context.Background(), "s")
 	require.NoError(t, err)
 	require.Zero(t, s.ConsecutiveFailures, "the Success after the Failure reset it")
