@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/pgw-go/pgw/admission"
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/byname"
 	"github.com/pgw-go/pgw/internal/callctx"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
@@ -79,8 +79,8 @@ type Config struct {
 type Loop struct {
 	scope          string
 	sources        map[string]config.Source
-	order          []string        // source names in settings order
-	few            []config.Source // the sources, when at most maxFewSources
+	order          []string                    // source names in settings order
+	byName         byname.Index[config.Source] // sources, for the hot path
 	adm            *admission.SourceAdmission
 	maxAttempts    int
 	window         time.Duration
@@ -155,9 +155,7 @@ func New(cfg Config) (*Loop, error) {
 			l.minBatch = s.BatchSize
 		}
 	}
-	if len(sc.Sources) <= maxFewSources {
-		l.few = slices.Clone(sc.Sources)
-	}
+	l.byName = byname.Of(l.sources)
 	adm, err := admission.New(admission.Config{
 		Scope:        sc.Name,
 		Sources:      srcs,
@@ -190,21 +188,10 @@ func New(cfg Config) (*Loop, error) {
 	return l, nil
 }
 
-// maxFewSources is how many sources source finds by comparing names.
-const maxFewSources = 4
-
-// source returns the settings of the source named name. A few sources are
-// found by comparing names, which costs less than hashing one.
+// source returns the settings of the source named name.
 func (l *Loop) source(name string) config.Source {
-	if l.few != nil {
-		for i := range l.few {
-			if l.few[i].Name == name {
-				return l.few[i]
-			}
-		}
-		return config.Source{}
-	}
-	return l.sources[name]
+	s, _ := l.byName.Get(name)
+	return s
 }
 
 // ConfigError lists every invalid field of a loop's Config.

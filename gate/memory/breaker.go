@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/byname"
 )
 
 // Breaker is the in-process breaker gate. It follows the state machine and the
@@ -112,31 +113,16 @@ type lease struct {
 	until time.Time
 }
 
-// recordSet is the breaker's records by source. A few sources are found by
-// comparing names, which costs less than hashing one; more by the map.
+// recordSet is the breaker's records by source: m, copied to add one, and
+// its index, which the hot path reads.
 type recordSet struct {
 	m   map[string]*record
-	few []namedRecord // every record, when there are at most maxFewRecords
+	idx byname.Index[*record]
 }
-
-type namedRecord struct {
-	name string
-	r    *record
-}
-
-// maxFewRecords is how many sources a recordSet finds by comparing names.
-const maxFewRecords = 4
 
 func (rs *recordSet) get(source string) *record {
-	if rs.few != nil {
-		for i := range rs.few {
-			if rs.few[i].name == source {
-				return rs.few[i].r
-			}
-		}
-		return nil
-	}
-	return rs.m[source]
+	r, _ := rs.idx.Get(source)
+	return r
 }
 
 // record returns the record of source, adding a fresh Closed one on first
@@ -162,12 +148,7 @@ func (b *Breaker) record(source string) *record {
 	next := &recordSet{m: make(map[string]*record, len(cur)+1)}
 	maps.Copy(next.m, cur)
 	next.m[source] = fresh
-	if len(next.m) <= maxFewRecords {
-		next.few = make([]namedRecord, 0, len(next.m))
-		for name, r := range next.m {
-			next.few = append(next.few, namedRecord{name: name, r: r})
-		}
-	}
+	next.idx = byname.Of(next.m)
 	b.records.Store(next)
 	return fresh
 }

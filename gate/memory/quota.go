@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/byname"
 )
 
 // Quota is the in-process quota gate: per source a rolling RPM bucket, a
@@ -20,26 +21,13 @@ import (
 type Quota struct {
 	clock   gate.Clock
 	sources map[string]*quotaSource // read-only after NewQuota
-	few     []namedQuota            // the same, when at most maxFewRecords
+	idx     byname.Index[*quotaSource]
 }
 
-type namedQuota struct {
-	name string
-	s    *quotaSource
-}
-
-// source returns source's account, nil for an unlimited source. A few
-// sources are found by comparing names, which costs less than hashing one.
+// source returns source's account, nil for an unlimited source.
 func (q *Quota) source(source string) *quotaSource {
-	if q.few != nil {
-		for i := range q.few {
-			if q.few[i].name == source {
-				return q.few[i].s
-			}
-		}
-		return nil
-	}
-	return q.sources[source]
+	s, _ := q.idx.Get(source)
+	return s
 }
 
 var (
@@ -93,12 +81,7 @@ func NewQuota(limits map[string]gate.Limits, opts ...Option) (*Quota, error) {
 		}
 		q.sources[name] = s
 	}
-	if n := len(q.sources); n > 0 && n <= maxFewRecords {
-		q.few = make([]namedQuota, 0, n)
-		for name, s := range q.sources {
-			q.few = append(q.few, namedQuota{name: name, s: s})
-		}
-	}
+	q.idx = byname.Of(q.sources)
 	return q, nil
 }
 
