@@ -21,7 +21,9 @@ type Embed struct {
 }
 
 // NewEmbed returns the embedding loop of l's scope over tr. concurrency
-// bounds the sub-batches in flight per call (0: DefaultConcurrency).
+// bounds the sub-batches in flight per call (0: DefaultConcurrency), and so
+// does the scope's MAX_IN_FLIGHT summed over its sources when every source
+// has one: a call never competes with itself for slots that do not exist.
 func NewEmbed(l *Loop, tr transport.EmbedTransport, concurrency int) *Embed {
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
@@ -56,7 +58,7 @@ func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transpor
 	vectors := make([][]float32, n)
 	usages := make([]transport.Usage, parts)
 	errsOf := make([]error, parts)
-	forEachPart(parts, e.concurrency, func(p int) {
+	forEachPart(parts, e.l.partLimit(e.concurrency), func(p int) {
 		lo, hi := p*size, min((p+1)*size, n)
 		if err := ctx.Err(); err != nil {
 			errsOf[p] = err

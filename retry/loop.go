@@ -93,6 +93,7 @@ type Loop struct {
 	log            *slog.Logger
 	deliveries     Deliveries
 	minBatch       int
+	partSlots      int          // MAX_IN_FLIGHT summed over the sources when every source has one; 0: unbounded
 	obs            observe.Full // nil: no observer
 	tr             observe.ContextObserver
 	hedge          *hedging // nil: the scope does not hedge
@@ -147,13 +148,21 @@ func New(cfg Config) (*Loop, error) {
 		l.log = slog.Default()
 	}
 	srcs := make([]admission.Source, len(sc.Sources))
+	bounded := len(sc.Sources) > 0
 	for i, s := range sc.Sources {
+		if s.MaxInFlight <= 0 {
+			bounded = false
+		}
+		l.partSlots += s.MaxInFlight
 		l.sources[s.Name] = s
 		l.order = append(l.order, s.Name)
 		srcs[i] = admission.Source{Name: s.Name, Weight: s.Weight, Priority: s.Priority}
 		if s.BatchSize > 0 && (l.minBatch == 0 || s.BatchSize < l.minBatch) {
 			l.minBatch = s.BatchSize
 		}
+	}
+	if !bounded {
+		l.partSlots = 0
 	}
 	l.byName = byname.Of(l.sources)
 	adm, err := admission.New(admission.Config{

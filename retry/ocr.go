@@ -19,7 +19,8 @@ type OCR struct {
 }
 
 // NewOCR returns the OCR loop of l's scope over tr. concurrency bounds the
-// pages in flight per call (0: DefaultConcurrency).
+// pages in flight per call (0: DefaultConcurrency), and so does the scope's
+// MAX_IN_FLIGHT summed over its sources when every source has one.
 func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
@@ -61,7 +62,7 @@ func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transp
 	}
 	out := make([]transport.OCRResponse, len(pages))
 	errsOf := make([]error, len(pages))
-	forEachPart(len(pages), o.concurrency, func(i int) {
+	forEachPart(len(pages), o.l.partLimit(o.concurrency), func(i int) {
 		if err := ctx.Err(); err != nil {
 			errsOf[i] = err
 			return

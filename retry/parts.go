@@ -9,6 +9,18 @@ import (
 // sub-batches, OCR pages) that run at once.
 const DefaultConcurrency = 4
 
+// partLimit is how many parts of one split call run at once: concurrency,
+// but no more than the scope's in-flight slots when every source has a
+// MAX_IN_FLIGHT. More parts than slots would only compete with each other:
+// under QUOTA_FULL=fail_fast the call's own parts would be refused the
+// slots its other parts hold, and fail a call that nothing else contends.
+func (l *Loop) partLimit(concurrency int) int {
+	if l.partSlots > 0 && l.partSlots < concurrency {
+		return l.partSlots
+	}
+	return concurrency
+}
+
 // forEachPart runs do(i) for i in [0, n) with at most limit running at once,
 // and returns when every one has returned: no goroutine outlives the call. A
 // panic in a part is re-raised in the caller's goroutine after the others

@@ -3,17 +3,21 @@ package retry_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
@@ -220,4 +224,110 @@ func TestOCRPagesRunConcurrentlyInOrderAndKeepPartialResults(t *testing.T) {
 	assert.Equal(t, []string{"text of p0", "text of p1", "", "text of p3"},
 		[]string{out[0].Text, out[1].Text, out[2].Text, out[3].Text})
 	e.requireNothingHeld(t)
+}
+
+// selfContendedLoop is an EMBEDDING scope under QUOTA_FULL=fail_fast whose
+// sources s1, s2 … have the given MAX_IN_FLIGHT each (in their settings
+// and in the quota alike) and a BATCH_SIZE of 1.
+func selfContendedLoop(t *testing.T, maxInFlight ...int) *retry.Loop {
+	t.Helper()
+	b, err := memory.NewBreaker(gate.Policy{})
+	require.NoError(t, err)
+	sc := config.ScopeSettings{Name: "EMBEDDING", QuotaFull: config.ModeFailFast}
+	limits := map[string]gate.Limits{}
+	for i, n := range maxInFlight {
+		name := fmt.Sprintf("s%d", i+1)
+		sc.Sources = append(sc.Sources, config.Source{Name: name, Timeout: 10 * time.Second, BatchSize: 1, MaxInFlight: n})
+		limits[name] = gate.Limits{MaxInFlight: n}
+	}
+	q, err := memory.NewQuota(limits)
+	require.NoError(t, err)
+	l, err := retry.New(retry.Config{Scope: sc, Breaker: b, Quota: q, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	return l
+}
+
+// heldParts runs call and hands the test each sub-batch as it reaches the
+// transport: the test releases it, and sees how many were in flight.
+type heldParts struct {
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func newHeldParts() *heldParts {
+	return &heldParts{arrived: make(chan struct{}, 64), release: make(chan struct{})}
+}
+
+func (h *heldParts) gate() {
+	h.arrived <- struct{}{}
+	<-h.release
+}
+
+// drive releases each part that arrives until call returns, and returns its
+// error.
+func (h *heldParts) drive(t *testing.T, call func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	for {
+		select {
+		case <-h.arrived:
+			h.release <- struct{}{}
+		case err := <-done:
+			return err
+		case <-t.Context().Done():
+			t.Fatal("the call did not return")
+		}
+	}
+}
+
+func TestSplitCallNeverCompetesWithItselfForInFlightSlots(t *testing.T) {
+	// One slot, fail_fast: parts run one at a time, and none is refused the
+	// slot another part of the same call holds.
+	l := selfContendedLoop(t, 1)
+	h := newHeldParts()
+	tr := &fakeEmbed{gate: h.gate}
+	err := h.drive(t, func() error {
+		_, err := retry.NewEmbed(l, tr, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(6)})
+		return err
+	})
+	require.NoError(t, err, "no part may be refused a slot its own call holds")
+	assert.Len(t, tr.batches, 6)
+	assert.Equal(t, int64(1), tr.maxSeen.Load())
+
+	// Two sources with 1 and 2 slots: three parts at once, not four.
+	l = selfContendedLoop(t, 1, 2)
+	h = newHeldParts()
+	tr = &fakeEmbed{gate: h.gate}
+	err = h.drive(t, func() error {
+		_, err := retry.NewEmbed(l, tr, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(9)})
+		return err
+	})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, tr.maxSeen.Load(), int64(3))
+}
+
+func TestSplitOCRNeverCompetesWithItselfForInFlightSlots(t *testing.T) {
+	l := selfContendedLoop(t, 1)
+	h := newHeldParts()
+	tr := &heldOCR{h: h}
+	err := h.drive(t, func() error {
+		_, err := retry.NewOCR(l, tr, 4).Pages(context.Background(), []transport.OCRRequest{
+			{Image: []byte("a")}, {Image: []byte("b")}, {Image: []byte("c")}})
+		return err
+	})
+	require.NoError(t, err, "no page may be refused a slot its own call holds")
+	assert.Equal(t, int64(3), tr.calls.Load())
+}
+
+// heldOCR is an OCR transport whose every page waits for heldParts.
+type heldOCR struct {
+	h     *heldParts
+	calls atomic.Int64
+}
+
+func (o *heldOCR) OCR(_ context.Context, _ transport.Source, req transport.OCRRequest) (transport.OCRResponse, error) {
+	o.calls.Add(1)
+	o.h.gate()
+	return transport.OCRResponse{Text: string(req.Image)}, nil
 }
