@@ -95,7 +95,10 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 }
 
 // WithConcurrency bounds the embedding sub-batches and OCR pages one call
-// runs at once (default 4; n ≤ 0 keeps the default).
+// runs at once (default 4; n ≤ 0 keeps the default). When every source of
+// the scope has a MAX_IN_FLIGHT, their sum bounds it too, so that a call's
+// parts never wait for (or, under QUOTA_FULL=fail_fast, are refused) the
+// slots its other parts hold.
 func WithConcurrency(n int) Option {
 	return func(o *options) { o.concurrent = max(n, 0) }
 }
