@@ -379,3 +379,31 @@ func TestToolConversationsTheMessagesAPITakesAreSent(t *testing.T) {
 		})
 	}
 }
+
+// A request without a model, to a source without one, is refused before
+// anything is sent: the Messages API requires a model. The source's model
+// stands in for the request's, and the transport says it requires one.
+func TestChatStreamWithoutAnyModelSendsNothing(t *testing.T) {
+	var u upstream
+	src := u.serve(t, http.StatusOK, nil, golden(t, "stream_text_and_tool_use.sse"))
+	src.Model = ""
+	c := anthropic.New()
+	assert.True(t, c.RequiresModel(src))
+	st, err := c.ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}}})
+	require.Nil(t, st)
+	var re *transport.RequestError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "Model", re.Field)
+	assert.Equal(t, "claude", re.Source)
+	assert.Contains(t, re.Problem, "MODEL")
+	body, _, _ := u.sent()
+	assert.Nil(t, body, "nothing was sent")
+
+	st, err = c.ChatStream(testCtx(t), src, transport.ChatRequest{Model: "claude-haiku-4-5", Messages: []transport.Message{{Role: "user", Content: "hi"}}})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	body, _, _ = u.sent()
+	var sent map[string]any
+	require.NoError(t, json.Unmarshal(body, &sent))
+	assert.Equal(t, "claude-haiku-4-5", sent["model"])
+}
