@@ -90,6 +90,9 @@ func newWireUpstream(t *testing.T) *wireUpstream {
 		case strings.HasSuffix(r.URL.Path, "/embeddings"):
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+		case strings.HasSuffix(r.URL.Path, "/chat/completions") && s.Body["stream"] != true:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
 		case strings.HasSuffix(r.URL.Path, "/chat/completions"):
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, oaStream)
