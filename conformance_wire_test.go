@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -427,5 +428,73 @@ func TestNoCredentialInAnyRenderingOfAFailedCall(t *testing.T) {
 	for i, o := range outs {
 		assert.NotContains(t, o, keySecret, "rendering %d", i)
 		assert.NotContains(t, o, querySecret, "rendering %d", i)
+	}
+}
+
+// TestAnUpstreamThatEchoesTheRequestLeaksNoCredential: an upstream whose
+// error text echoes the request's URL and credential header (as many 404
+// pages and proxies do) has neither the key nor the values of BASE_URL's
+// query shown in the error, the logs or the observer's records, on the
+// typed faces of every provider and in HTTPClient's verdict; the
+// api-version, which is no credential, stays readable, and the error names
+// the scope, the source and the request's path.
+func TestAnUpstreamThatEchoesTheRequestLeaksNoCredential(t *testing.T) {
+	const keySecret, querySecret = "KEYsecret9Z", "QRYsecret4W"
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		status := http.StatusNotFound
+		if strings.Contains(r.URL.Path, "fail") {
+			status = http.StatusBadGateway
+		}
+		w.WriteHeader(status)
+		msg := fmt.Sprintf("no route for %s %s (credentials %q %q)", r.Method, r.URL.RequestURI(),
+			r.Header.Get("Authorization")+r.Header.Get("Api-Key")+r.Header.Get("X-Api-Key"), url.QueryEscape(querySecret))
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "not_found_error", "message": msg}})
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(echo.Close)
+	for _, provider := range []string{"openai", "azure", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			var logs bytes.Buffer
+			env := map[string]string{"PGW_SCOPES": "CHAT,SDK", "CHAT__SOURCES": "a", "SDK__SOURCES": "a", "SDK__MAX_ATTEMPTS": "1"}
+			for _, s := range []string{"CHAT", "SDK"} {
+				path := "/v1"
+				if s == "SDK" {
+					path = "/fail"
+				}
+				env[s+"__A__BASE_URL"] = echo.URL + path + "?api-version=2024-10-21&sig=" + querySecret
+				env[s+"__A__API_KEY"] = keySecret
+				env[s+"__A__PROVIDER"] = provider
+				env[s+"__A__MODEL"] = "m"
+			}
+			gw, rec := newGateway(t, env, pgw.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			_, chatErr := gw.Chat(context.Background(), hello())
+			var he *pgw.HTTPError
+			require.ErrorAs(t, chatErr, &he)
+			assert.Equal(t, http.StatusNotFound, he.StatusCode)
+			assert.Equal(t, "CHAT", he.Scope)
+			assert.Equal(t, "a", he.Source)
+			assert.True(t, strings.HasPrefix(he.Path, "/v1/"), "the request's path, without the query: %q", he.Path)
+			assert.Contains(t, he.Message, "no route for POST /v1/", "the upstream's text is kept")
+			assert.Contains(t, he.Message, "2024-10-21", "the api-version is no credential")
+
+			req, err := http.NewRequest(http.MethodPost, pgw.SDKBaseURL+"chat/completions", strings.NewReader(`{"model":"x"}`))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := gw.HTTPClient("SDK").Do(req)
+			require.NoError(t, err)
+			verdict, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			assert.Equal(t, pgw.SDKVerdictStatus, resp.StatusCode, "pgw's own verdict: %s", verdict)
+
+			outs := []string{fmt.Sprintf("%v", chatErr), fmt.Sprintf("%+v", chatErr), fmt.Sprintf("%#v", he), string(verdict), logs.String()}
+			for _, a := range rec.Attempts() {
+				outs = append(outs, fmt.Sprintf("%+v", a))
+			}
+			for i, o := range outs {
+				assert.NotContains(t, o, keySecret, "rendering %d", i)
+				assert.NotContains(t, o, querySecret, "rendering %d: %s", i, o)
+			}
+		})
 	}
 }

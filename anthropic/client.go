@@ -118,7 +118,8 @@ func (c *Client) post(ctx context.Context, src transport.Source, payload []byte)
 		return nil, &errs.HTTPError{
 			StatusCode: resp.StatusCode,
 			RetryAfter: ra,
-			Message:    provider.ParseError(config.ProviderAnthropic, resp.StatusCode, body, src.APIKey.Reveal()).Text(),
+			Message:    provider.ParseSourceError(config.ProviderAnthropic, src, resp.StatusCode, body).Text(),
+			Path:       req.URL.Path, // never the query, which may hold a credential
 		}
 	}
 	return resp, nil

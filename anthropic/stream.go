@@ -339,7 +339,7 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 
 // errorEvent turns an error event into the HTTPError its type stands for.
 func (s *Stream) errorEvent(raw []byte) error {
-	e := provider.ParseError(config.ProviderAnthropic, http.StatusOK, raw, s.src.APIKey.Reveal())
+	e := provider.ParseSourceError(config.ProviderAnthropic, s.src, http.StatusOK, raw)
 	return &errs.HTTPError{StatusCode: statusOf(e.Type), Message: e.Text()}
 }
 
