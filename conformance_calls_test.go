@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +157,69 @@ func TestErrorsCarryTheirDocumentedFields(t *testing.T) {
 		assert.LessOrEqual(t, ase.RetryAfter, time.Minute)
 		assert.Equal(t, pgw.CodeExhausted, ase.Code())
 	})
+}
+
+// TestEveryStreamingFaceHoldsItsSourceUntilTheStreamEnds: with
+// MAX_IN_FLIGHT 1 and QUOTA_FULL=fail_fast, an open ChatStream (on either
+// provider) and an open event-stream body of HTTPClient take the source:
+// another call is refused as quota_exhausted until the stream is read to
+// its end, and admitted after.
+func TestEveryStreamingFaceHoldsItsSourceUntilTheStreamEnds(t *testing.T) {
+	type open func(t *testing.T, gw *pgw.GatewayClient) (drain func())
+	chatStream := func(t *testing.T, gw *pgw.GatewayClient) func() {
+		st, err := gw.ChatStream(context.Background(), hello())
+		require.NoError(t, err)
+		return func() {
+			defer st.Close()
+			for {
+				if _, err := st.Recv(); err != nil {
+					require.ErrorIs(t, err, io.EOF)
+					return
+				}
+			}
+		}
+	}
+	sdkStream := func(t *testing.T, gw *pgw.GatewayClient) func() {
+		req, err := http.NewRequest(http.MethodPost, pgw.SDKBaseURL+"chat/completions",
+			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := gw.HTTPClient("CHAT").Do(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return func() {
+			_, err := io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+		}
+	}
+	for name, c := range map[string]struct {
+		provider string
+		open     open
+	}{
+		"ChatStream/openai":    {"openai", chatStream},
+		"ChatStream/anthropic": {"anthropic", chatStream},
+		"HTTPClient/openai":    {"openai", sdkStream},
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := newWireUpstream(t)
+			gw, _ := newGateway(t, map[string]string{
+				"PGW_SCOPES":             "CHAT",
+				"CHAT__SOURCES":          "a",
+				"CHAT__A__BASE_URL":      up.URL + "/v1",
+				"CHAT__A__PROVIDER":      c.provider,
+				"CHAT__A__MODEL":         "m",
+				"CHAT__A__MAX_IN_FLIGHT": "1",
+				"CHAT__QUOTA_FULL":       "fail_fast",
+			})
+			drain := c.open(t, gw)
+			_, err := gw.Chat(context.Background(), hello())
+			var ase *pgw.AllSourcesExhausted
+			require.ErrorAs(t, err, &ase, "the open stream holds the only slot")
+			assert.Equal(t, map[string]string{"a": "rate_limited"}, ase.Reasons)
+			drain()
+			_, err = gw.Chat(context.Background(), hello())
+			require.NoError(t, err, "the ended stream gave its slot back")
+		})
+	}
 }
