@@ -249,3 +249,53 @@ func TestOpenAIAndAzureSourcesWithoutAModelAreSentWithoutOne(t *testing.T) {
 		})
 	}
 }
+
+// TestAnImageAnthropicCannotTakeIsRefusedBeforeItIsSent: the Messages API
+// takes base64 images of four media types only (JPEG, PNG, GIF, WebP). A
+// chat image of another type, bound for an Anthropic source, is a
+// *RequestError naming the part and the source before admission; an OCR
+// image whose bytes are of another type is refused before anything is
+// sent and not retried. An OpenAI-compatible source, whose server decides
+// which types it reads, is sent the same chat.
+func TestAnImageAnthropicCannotTakeIsRefusedBeforeItIsSent(t *testing.T) {
+	bmp := pgw.ChatRequest{Model: "m", Messages: []pgw.Message{{Role: pgw.RoleUser, Parts: []pgw.ContentPart{
+		pgw.TextPart("What is this?"),
+		pgw.ImagePart("data:image/bmp;base64,Qk0=", ""),
+	}}}}
+	t.Run("chat", func(t *testing.T) {
+		up := newWireUpstream(t)
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "claude",
+			"CHAT__CLAUDE__BASE_URL": up.URL + "/v1", "CHAT__CLAUDE__PROVIDER": "anthropic",
+		})
+		_, err := gw.Chat(context.Background(), bmp)
+		var re *pgw.RequestError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, "Messages[0].Parts[1].ImageURL.URL", re.Field)
+		assert.Equal(t, "claude", re.Source)
+		assert.Contains(t, re.Problem, "image/bmp")
+		assert.Contains(t, re.Problem, "image/png", "names what is legal")
+		assert.Empty(t, up.requests())
+		assert.Empty(t, rec.Attempts())
+	})
+	t.Run("chat to an OpenAI-compatible source", func(t *testing.T) {
+		up := newWireUpstream(t)
+		gw, _ := newGateway(t, map[string]string{"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "oa", "CHAT__OA__BASE_URL": up.URL + "/v1"})
+		_, err := gw.Chat(context.Background(), bmp)
+		require.NoError(t, err)
+		assert.Len(t, up.requests(), 1)
+	})
+	t.Run("OCR", func(t *testing.T) {
+		up := newWireUpstream(t)
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES": "OCR", "OCR__SOURCES": "claude",
+			"OCR__CLAUDE__BASE_URL": up.URL + "/v1", "OCR__CLAUDE__PROVIDER": "anthropic", "OCR__CLAUDE__MODEL": "m",
+		})
+		_, err := gw.OCR(context.Background(), pgw.OCRRequest{Image: []byte("BM plain bytes, no image format Anthropic takes")})
+		var re *pgw.RequestError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, "claude", re.Source)
+		assert.Empty(t, up.requests(), "nothing was sent")
+		assert.LessOrEqual(t, len(rec.Attempts()), 1, "not retried")
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pgw-go/pgw/transport"
@@ -481,8 +482,8 @@ func contentBlocks(src transport.Source, at string, m transport.Message) ([]wire
 	return blocks, nil
 }
 
-// imageSource maps an http(s) URL to a url source and a base64 data: URI to
-// a base64 source.
+// imageSource maps an http(s) URL to a url source and a base64 data: URI of
+// an image type the API takes (imageMediaTypes) to a base64 source.
 func imageSource(u string) (*wireImage, error) {
 	rest, ok := strings.CutPrefix(u, "data:")
 	if !ok {
@@ -493,8 +494,16 @@ func imageSource(u string) (*wireImage, error) {
 	if !ok || !isBase64 || mediaType == "" {
 		return nil, fmt.Errorf("a data: URI that is not data:<media type>;base64,… (Anthropic takes base64 images only)")
 	}
-	return &wireImage{Type: "base64", MediaType: mediaType, Data: data}, nil
+	mt := strings.ToLower(strings.TrimSpace(mediaType))
+	if !slices.Contains(imageMediaTypes, mt) {
+		return nil, fmt.Errorf("an image of media type %q (legal on Anthropic: %s)", mediaType, strings.Join(imageMediaTypes, ", "))
+	}
+	return &wireImage{Type: "base64", MediaType: mt, Data: data}, nil
 }
+
+// imageMediaTypes are the media types of the base64 images the Messages API
+// takes.
+var imageMediaTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 
 // toolInput is a tool call's arguments as the JSON object Anthropic takes:
 // empty arguments (or whitespace only), which is what a model that called a
