@@ -372,6 +372,7 @@ func TestAnthropicStreamCanceledMidAnswerGivesItsPermitBack(t *testing.T) {
 		"CHAT__SOURCES":               "claude",
 		"CHAT__CLAUDE__BASE_URL":      up.URL,
 		"CHAT__CLAUDE__PROVIDER":      "anthropic",
+		"CHAT__CLAUDE__MODEL":         "claude-sonnet-4-5",
 		"CHAT__CLAUDE__MAX_IN_FLIGHT": "1",
 		"CHAT__QUOTA_FULL":            "fail_fast",
 	})

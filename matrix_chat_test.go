@@ -91,12 +91,16 @@ func TestToolsImagesAndJSONSchemaOnEveryTransportAndFace(t *testing.T) {
 			for face, call := range faces {
 				t.Run(provider+"/"+tc.name+"/"+face, func(t *testing.T) {
 					up := testutil.NewUpstream(t)
-					gw, _ := newGateway(t, map[string]string{
+					env := map[string]string{
 						"PGW_SCOPES":           "CHAT",
 						"CHAT__SOURCES":        "only",
 						"CHAT__ONLY__BASE_URL": up.URL,
 						"CHAT__ONLY__PROVIDER": provider,
-					})
+					}
+					if provider == "anthropic" {
+						env["CHAT__ONLY__MODEL"] = "claude-sonnet-4-5" // the Messages API requires one
+					}
+					gw, _ := newGateway(t, env)
 					if provider == "anthropic" {
 						up.Enqueue(testutil.Messages, tc.claude)
 					} else if tc.imageEP {

@@ -235,6 +235,7 @@ func TestRequestThatCannotBeSentFailsBeforeAdmission(t *testing.T) {
 			if c.scope == pgw.ScopeChat {
 				sources = []string{"primary", "claude"}
 				env["CHAT__CLAUDE__PROVIDER"] = "anthropic"
+				env["CHAT__CLAUDE__MODEL"] = "claude-sonnet-4-5"
 			}
 			env[c.scope+"__SOURCES"] = strings.Join(sources, ",")
 			for _, src := range sources {

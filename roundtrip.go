@@ -292,12 +292,9 @@ func sourcePath(src config.Source, rel string) string {
 func upstreamFailure(src config.Source, resp *http.Response, now time.Time) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
 	_ = resp.Body.Close()
-	key := src.APIKey.Reveal()
-	eb := provider.ParseError(src.Provider, resp.StatusCode, b, key)
+	eb := provider.ParseSourceError(src.Provider, src, resp.StatusCode, b)
 	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, b, now)
-	if key != "" {
-		b = bytes.ReplaceAll(b, []byte(key), []byte(provider.Redacted))
-	}
+	b = provider.RedactCredentials(b, provider.Credentials(src))
 	he := &errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()}
 	if resp.Request != nil && resp.Request.URL != nil {
 		he.Path = resp.Request.URL.Path // never the query, which may hold a key

@@ -523,6 +523,7 @@ func anthropicEnv(urls ...string) map[string]string {
 		N := strings.ToUpper(n)
 		env["CHAT__"+N+"__BASE_URL"] = u
 		env["CHAT__"+N+"__PROVIDER"] = "anthropic"
+		env["CHAT__"+N+"__MODEL"] = "claude-sonnet-4-5"
 		env["CHAT__"+N+"__PRIORITY"] = string(rune('0' + i))
 	}
 	env["CHAT__SOURCES"] = strings.Join(names, ",")

@@ -206,6 +206,7 @@ func TestOCRFailsOverToAnAnthropicSource(t *testing.T) {
 		"OCR__OA__BASE_URL":     up.URL,
 		"OCR__CLAUDE__BASE_URL": up.URL,
 		"OCR__CLAUDE__PROVIDER": "anthropic",
+		"OCR__CLAUDE__MODEL":    "claude-sonnet-4-5",
 		"OCR__CLAUDE__PRIORITY": "1",
 	})
 	up.Enqueue(testutil.OCR, testutil.Reply{Status: http.StatusServiceUnavailable})
@@ -232,6 +233,7 @@ func TestUnknownEventTypesAreSkippedAndCounted(t *testing.T) {
 		"CHAT__SOURCES":     "c",
 		"CHAT__C__BASE_URL": srv.URL + "/v1",
 		"CHAT__C__PROVIDER": "anthropic",
+		"CHAT__C__MODEL":    "claude-sonnet-4-5",
 	})
 	st, err := gw.ChatStream(context.Background(), hello())
 	require.NoError(t, err)

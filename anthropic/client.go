@@ -77,7 +77,13 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 var (
 	_ transport.ChatTransport = (*Client)(nil)
 	_ transport.ChatValidator = (*Client)(nil)
+	_ transport.ModelRequirer = (*Client)(nil)
 )
+
+// RequiresModel reports true: the Messages API answers a request without a
+// model with an error, so a request that names none needs a source with a
+// model.
+func (c *Client) RequiresModel(transport.Source) bool { return true }
 
 // post sends payload to the source's messages endpoint and returns the
 // response when its status is 2xx; any other status is read, closed and
@@ -112,7 +118,8 @@ func (c *Client) post(ctx context.Context, src transport.Source, payload []byte)
 		return nil, &errs.HTTPError{
 			StatusCode: resp.StatusCode,
 			RetryAfter: ra,
-			Message:    provider.ParseError(config.ProviderAnthropic, resp.StatusCode, body, src.APIKey.Reveal()).Text(),
+			Message:    provider.ParseSourceError(config.ProviderAnthropic, src, resp.StatusCode, body).Text(),
+			Path:       req.URL.Path, // never the query, which may hold a credential
 		}
 	}
 	return resp, nil

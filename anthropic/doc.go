@@ -38,7 +38,8 @@
 //     OpenAI.
 //
 // A field the API cannot express — Seed, Strict on a tool or a schema, an
-// image Detail other than auto, a message Name, a Temperature above 1, a
+// image Detail other than auto, a data: image of a media type other than
+// image/jpeg, image/png, image/gif and image/webp, a message Name, a Temperature above 1, a
 // response format together with Tools, an Extra key the transport writes —
 // and a request the API rejects — a message without content (save an empty
 // final assistant one), an empty text part, only system messages, tool-call
@@ -49,7 +50,10 @@
 // after its assistant message (a final assistant message may ask for tools) —
 // is a *transport.RequestError naming the field and the source, returned by
 // ValidateChat (the gateway checks every source before the first attempt)
-// and by ChatStream before anything is sent.
+// and by ChatStream before anything is sent. So is a request with no model,
+// neither its own Model nor the source's: ChatStream refuses it, and the
+// gateway, through RequiresModel, refuses it before admission with an error
+// that names the scope and the source's MODEL key.
 //
 // # Stream
 //

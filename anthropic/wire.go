@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pgw-go/pgw/transport"
@@ -90,10 +91,18 @@ type wireMetadata struct {
 }
 
 // ValidateChat reports a request that cannot be sent to src: a field the
-// Messages API cannot express, or an Extra key the transport writes.
+// Messages API cannot express, or an Extra key the transport writes. It
+// judges the request's shape; a missing model, which the gateway asks
+// about through RequiresModel, is refused by ChatStream.
 func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
 	_, err := messagesBody(src, req)
 	return err
+}
+
+// noModel is the refusal of a request that names no model to a source
+// without one: the Messages API requires a model.
+func noModel(src transport.Source) error {
+	return unsupported(src, "Model", "empty, and the source has no model (legal on Anthropic: a model name; set the source's MODEL key, or the request's Model)")
 }
 
 // unsupported is the error of a field the API cannot express.
@@ -473,8 +482,8 @@ func contentBlocks(src transport.Source, at string, m transport.Message) ([]wire
 	return blocks, nil
 }
 
-// imageSource maps an http(s) URL to a url source and a base64 data: URI to
-// a base64 source.
+// imageSource maps an http(s) URL to a url source and a base64 data: URI of
+// an image type the API takes (imageMediaTypes) to a base64 source.
 func imageSource(u string) (*wireImage, error) {
 	rest, ok := strings.CutPrefix(u, "data:")
 	if !ok {
@@ -485,8 +494,16 @@ func imageSource(u string) (*wireImage, error) {
 	if !ok || !isBase64 || mediaType == "" {
 		return nil, fmt.Errorf("a data: URI that is not data:<media type>;base64,… (Anthropic takes base64 images only)")
 	}
-	return &wireImage{Type: "base64", MediaType: mediaType, Data: data}, nil
+	mt := strings.ToLower(strings.TrimSpace(mediaType))
+	if !slices.Contains(imageMediaTypes, mt) {
+		return nil, fmt.Errorf("an image of media type %q (legal on Anthropic: %s)", mediaType, strings.Join(imageMediaTypes, ", "))
+	}
+	return &wireImage{Type: "base64", MediaType: mt, Data: data}, nil
 }
+
+// imageMediaTypes are the media types of the base64 images the Messages API
+// takes.
+var imageMediaTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 
 // toolInput is a tool call's arguments as the JSON object Anthropic takes:
 // empty arguments (or whitespace only), which is what a model that called a

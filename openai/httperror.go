@@ -13,14 +13,14 @@ import (
 
 // httpError turns a non-2xx answer into *errs.HTTPError: Retry-After in
 // every form the provider sends it, and the error body read in the source's
-// provider format, key redacted. The caller closes the body.
+// provider format, the source's credentials redacted. The caller closes the body.
 func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
 	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, body, c.now()) // Gemini says when in the body
 	return &errs.HTTPError{
 		StatusCode: resp.StatusCode,
 		RetryAfter: ra,
-		Message:    provider.ParseError(src.Provider, resp.StatusCode, body, src.APIKey.Reveal()).Text(),
+		Message:    provider.ParseSourceError(src.Provider, src, resp.StatusCode, body).Text(),
 	}
 }
 
@@ -28,7 +28,7 @@ func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTP
 // answer (an error event of a stream, or a JSON body) into *UpstreamError.
 func upstreamError(src transport.Source, errField json.RawMessage) *UpstreamError {
 	body := append(append([]byte(`{"error":`), errField...), '}')
-	return &UpstreamError{Source: src.Name, Message: provider.ParseError(src.Provider, http.StatusOK, body, src.APIKey.Reveal()).Text()}
+	return &UpstreamError{Source: src.Name, Message: provider.ParseSourceError(src.Provider, src, http.StatusOK, body).Text()}
 }
 
 // hasError reports whether an "error" field holds something.

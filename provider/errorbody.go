@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,8 +25,8 @@ const Redacted = "[redacted]"
 // ErrorBody is what an upstream's error answer says, read from its body.
 type ErrorBody struct {
 	// Message is the error's text, whitespace folded, cut to a few hundred
-	// bytes, with the source's key redacted; the status text when the body
-	// says nothing.
+	// bytes, with the source's key (ParseSourceError: every credential)
+	// redacted; the status text when the body says nothing.
 	Message string
 	// Type is the provider's error type ("invalid_request_error",
 	// "overloaded_error", …), empty when absent.
@@ -51,6 +54,66 @@ func (e ErrorBody) InsufficientQuota() bool {
 // "error", "error": {"type", "message"}}. A body in neither form is used as
 // text. key, when not empty, is redacted from the message.
 func ParseError(p config.Provider, status int, body []byte, key string) ErrorBody {
+	var secrets []string
+	if key != "" {
+		secrets = []string{key}
+	}
+	return parseError(p, status, body, secrets)
+}
+
+// ParseSourceError is ParseError for an answer of src: every one of src's
+// Credentials is redacted from the message, so that an upstream that echoes
+// the request (its URL, its headers) shows none of them.
+func ParseSourceError(p config.Provider, src config.Source, status int, body []byte) ErrorBody {
+	return parseError(p, status, body, Credentials(src))
+}
+
+// minQueryCredential is the shortest BASE_URL query value Credentials
+// counts: shorter ones (flags, small numbers) would blot out ordinary text.
+const minQueryCredential = 6
+
+// Credentials returns what of src an upstream may echo and pgw must never
+// print: its API key, and the values of its BASE_URL's query (as written
+// and decoded) — save api-version, which names a version, and values of
+// fewer than six characters. Longer ones come first.
+func Credentials(src config.Source) []string {
+	var out []string
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	add(src.APIKey.Reveal())
+	if u, err := url.Parse(strings.TrimSpace(src.BaseURL)); err == nil {
+		for _, pair := range strings.Split(u.RawQuery, "&") {
+			k, raw, _ := strings.Cut(pair, "=")
+			if name, err := url.QueryUnescape(k); err == nil && strings.EqualFold(name, "api-version") {
+				continue
+			}
+			if len(raw) < minQueryCredential {
+				continue
+			}
+			add(raw)
+			if dec, err := url.QueryUnescape(raw); err == nil && len(dec) >= minQueryCredential {
+				add(dec)
+				add(url.QueryEscape(dec))
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// RedactCredentials returns b with each of creds (Credentials) replaced by
+// Redacted.
+func RedactCredentials(b []byte, creds []string) []byte {
+	for _, c := range creds {
+		b = bytes.ReplaceAll(b, []byte(c), []byte(Redacted))
+	}
+	return b
+}
+
+func parseError(p config.Provider, status int, body []byte, secrets []string) ErrorBody {
 	var envelope struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -78,7 +141,7 @@ func ParseError(p config.Provider, status int, body []byte, key string) ErrorBod
 	if e.Message == "" && e.Type == "" && e.Code == "" && utf8.Valid(body) {
 		e.Message = string(body)
 	}
-	e.Message = sanitize(e.Message, key)
+	e.Message = sanitize(e.Message, secrets)
 	if e.Message == "" {
 		e.Message = http.StatusText(status)
 	}
@@ -103,11 +166,12 @@ func (e ErrorBody) Text() string {
 	return e.Message + " (" + tag + ")"
 }
 
-// sanitize redacts key, folds whitespace (an HTML page becomes one line) and
-// cuts the result to maxMessage bytes on a rune boundary.
-func sanitize(msg, key string) string {
-	if key != "" {
-		msg = strings.ReplaceAll(msg, key, Redacted)
+// sanitize redacts secrets (the longer first), folds whitespace (an HTML
+// page becomes one line) and cuts the result to maxMessage bytes on a rune
+// boundary.
+func sanitize(msg string, secrets []string) string {
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, Redacted)
 	}
 	msg = strings.Join(strings.Fields(msg), " ")
 	if len(msg) > maxMessage {

@@ -98,3 +98,22 @@ func TestErrorJSONParsesBackInEachFormat(t *testing.T) {
 	}
 	assert.JSONEq(t, `{"type":"error","error":{"type":"t","message":"m"}}`, string(provider.ErrorJSON(config.ProviderAnthropic, "t", "c", "m")))
 }
+
+// The credentials of a source are its key and the values of its BASE_URL's
+// query, as written and decoded, longest first — not its api-version, nor
+// values too short to be one; ParseSourceError redacts every one of them
+// from an upstream's echo.
+func TestCredentialsOfASourceAreRedactedFromItsAnswers(t *testing.T) {
+	src := config.Source{
+		Name:    "a",
+		BaseURL: "https://h.example/v1?api-version=2024-10-21&sig=ab%2Fcdef%3D%3D&code=longer-secret-value&x=1",
+		APIKey:  config.NewSecret("sk-key-1"),
+	}
+	assert.Equal(t, []string{"longer-secret-value", "ab%2Fcdef%3D%3D", "ab/cdef==", "sk-key-1"}, provider.Credentials(src))
+	body := []byte(`{"error":{"message":"bad request to /v1?api-version=2024-10-21&sig=ab%2Fcdef%3D%3D (sig ab/cdef==, code longer-secret-value, key sk-key-1, x=1)"}}`)
+	e := provider.ParseSourceError(config.ProviderOpenAI, src, 400, body)
+	assert.Equal(t, "bad request to /v1?api-version=2024-10-21&sig=[redacted] (sig [redacted], code [redacted], key [redacted], x=1)", e.Message)
+	assert.Equal(t, `{"error":{"message":"bad request to /v1?api-version=2024-10-21&sig=[redacted] (sig [redacted], code [redacted], key [redacted], x=1)"}}`,
+		string(provider.RedactCredentials(body, provider.Credentials(src))))
+	assert.Empty(t, provider.Credentials(config.Source{BaseURL: "https://h.example/v1"}))
+}

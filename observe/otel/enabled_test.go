@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -22,8 +23,8 @@ import (
 
 // With nothing configured the observer says it is disabled, so calls build
 // no reports; once the global TracerProvider is set it reports there, the
-// observer built before included. This is the only test that touches the
-// globals.
+// observer built before included, and so for the global MeterProvider's
+// metrics. This is the only test that touches the globals.
 func TestGlobalProviders(t *testing.T) {
 	if globalSet {
 		t.Skip("the global TracerProvider was set by an earlier run in this process (-count > 1)")
@@ -57,6 +58,24 @@ func TestGlobalProviders(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{pgwotel.SpanCall: true, "chat": true}, names)
 	assert.NotEmpty(t, up.LastRequest(testutil.Chat).Header.Get("traceparent"))
+
+	// The global MeterProvider set now receives the GenAI metrics of the
+	// same observer, built before it was set.
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	otel.SetMeterProvider(mp)
+	_, err = gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	metrics := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			metrics[m.Name] = true
+		}
+	}
+	assert.True(t, metrics["gen_ai.client.operation.duration"], "the global MeterProvider gets the metrics: %v", metrics)
 }
 
 var globalSet bool

@@ -191,7 +191,9 @@ func TestAnthropicSDKOnABaseURLWithTheVersionPath(t *testing.T) {
 	require.Equal(t, 1, primary.Count())
 	assert.Equal(t, "/v1/messages", primary.Requests()[0].Path)
 	// The same source serves pgw's own transport.
-	resp, err := gw.Chat(context.Background(), pgw.ChatRequest{Messages: []pgw.Message{{Role: pgw.RoleUser, Content: "hello"}}})
+	// The Messages API requires a model: the request names one, as the
+	// source has no MODEL.
+	resp, err := gw.Chat(context.Background(), pgw.ChatRequest{Model: "claude-sonnet-4-5", Messages: []pgw.Message{{Role: pgw.RoleUser, Content: "hello"}}})
 	require.NoError(t, err)
 	assert.Equal(t, "hi", resp.Content)
 	assert.Equal(t, "/v1/messages", primary.Requests()[1].Path)
