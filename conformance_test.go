@@ -3,7 +3,6 @@ package pgw_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
-	"github.com/pgw-go/pgw/config"
 )
 
 // The tests of this file drive the gateway only through its exported API
@@ -111,96 +109,6 @@ func (u *wireUpstream) requests() []seen {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]seen(nil), u.got...)
-}
-
-// TestAnthropicSourceWithoutAModelIsRefusedBeforeAdmission: a request that
-// names no model, in a scope with an Anthropic source that has no MODEL,
-// could only be answered 400 by the Messages API. Through every typed face
-// it is a *RequestError before admission — nothing is sent, no attempt is
-// made, no permit taken — whose message names the scope, the source and the
-// key to set; also when that source is only the fail-over target.
-func TestAnthropicSourceWithoutAModelIsRefusedBeforeAdmission(t *testing.T) {
-	type face struct {
-		name, scope, field string
-		call               func(context.Context, *pgw.GatewayClient) error
-	}
-	img := []byte("\x89PNG\r\n\x1a\n")
-	faces := []face{
-		{"Chat", pgw.ScopeChat, "Model", func(ctx context.Context, gw *pgw.GatewayClient) error {
-			_, err := gw.Chat(ctx, hello())
-			return err
-		}},
-		{"ChatStream", pgw.ScopeChat, "Model", func(ctx context.Context, gw *pgw.GatewayClient) error {
-			st, err := gw.ChatStream(ctx, hello())
-			if st != nil {
-				_ = st.Close()
-				return errors.New("a stream was opened")
-			}
-			return err
-		}},
-		{"OCR", pgw.ScopeOCR, "Model", func(ctx context.Context, gw *pgw.GatewayClient) error {
-			_, err := gw.OCR(ctx, pgw.OCRRequest{Image: img})
-			return err
-		}},
-		{"OCRPages", pgw.ScopeOCR, "pages[1].Model", func(ctx context.Context, gw *pgw.GatewayClient) error {
-			out, err := gw.OCRPages(ctx, []pgw.OCRRequest{{Image: img, Model: "claude-sonnet-4-5"}, {Image: img}})
-			if out != nil {
-				return errors.New("pages came back")
-			}
-			return err
-		}},
-	}
-	for _, f := range faces {
-		for _, sources := range []string{"claude", "oa,claude"} {
-			t.Run(f.name+"/"+sources, func(t *testing.T) {
-				up := newWireUpstream(t)
-				s := f.scope
-				env := map[string]string{
-					"PGW_SCOPES":             s,
-					s + "__SOURCES":          sources,
-					s + "__QUOTA_FULL":       "fail_fast",
-					s + "__CLAUDE__BASE_URL": up.URL + "/v1",
-					s + "__CLAUDE__PROVIDER": "anthropic",
-					s + "__CLAUDE__RPM":      "1",
-					s + "__OA__BASE_URL":     up.URL + "/v1",
-					s + "__OA__MODEL":        "gpt-4o-mini",
-				}
-				if sources == "claude" {
-					delete(env, s+"__OA__BASE_URL")
-					delete(env, s+"__OA__MODEL")
-				}
-				gw, rec := newGateway(t, env)
-
-				err := f.call(context.Background(), gw)
-				var re *pgw.RequestError
-				require.ErrorAs(t, err, &re)
-				assert.Equal(t, pgw.CodeRequest, re.Code())
-				assert.Equal(t, f.field, re.Field)
-				assert.Equal(t, "claude", re.Source)
-				assert.Equal(t, config.ProviderAnthropic, re.Provider)
-				msg := err.Error()
-				assert.Contains(t, msg, `"claude"`, "names the source")
-				assert.Contains(t, msg, `"`+s+`"`, "names the scope")
-				assert.Contains(t, msg, s+"__CLAUDE__MODEL", "names the key to set")
-				assert.Contains(t, msg, "request's Model", "names the other way out")
-				assert.Empty(t, up.requests(), "nothing was sent")
-				assert.Empty(t, rec.Attempts(), "no attempt was made")
-
-				// A request that names its model is admitted and sent with
-				// it: the refusal took no permit of the one a minute.
-				if f.scope == pgw.ScopeChat {
-					req := hello()
-					req.Model = "claude-sonnet-4-5"
-					r, err := gw.Chat(context.Background(), req)
-					require.NoError(t, err)
-					assert.Equal(t, "hi", r.Content)
-					got := up.requests()
-					require.NotEmpty(t, got)
-					assert.Equal(t, req.Model, got[len(got)-1].Body["model"])
-				}
-			})
-		}
-	}
 }
 
 // TestAnthropicSourceWithAModelServesARequestWithout: the source's MODEL

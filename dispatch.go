@@ -46,12 +46,6 @@ func (p providerChat) ValidateChat(src Source, req ChatRequest) error {
 	return p.pick(src).ValidateChat(src, req)
 }
 
-// RequiresModel reports whether a request to src must name a model: on
-// Anthropic's transport, yes.
-func (p providerChat) RequiresModel(src Source) bool {
-	return src.Provider == config.ProviderAnthropic && p.anthropic.RequiresModel(src)
-}
-
 // providerOCR is the default OCR transport: each source is read by the
 // transport of its PROVIDER, as for chat.
 type providerOCR struct {
@@ -60,12 +54,6 @@ type providerOCR struct {
 }
 
 var _ OCRTransport = providerOCR{}
-
-// RequiresModel reports whether a request to src must name a model, as for
-// chat.
-func (p providerOCR) RequiresModel(src Source) bool {
-	return src.Provider == config.ProviderAnthropic && p.anthropic.RequiresModel(src)
-}
 
 // OCR reads the image on src's provider's transport.
 func (p providerOCR) OCR(ctx context.Context, src Source, req OCRRequest) (OCRResponse, error) {

@@ -380,50 +380,17 @@ func TestToolConversationsTheMessagesAPITakesAreSent(t *testing.T) {
 	}
 }
 
-// A request without a model, to a source without one, is refused before
-// anything is sent: the Messages API requires a model. The source's model
-// stands in for the request's, and the transport says it requires one.
-func TestChatStreamWithoutAnyModelSendsNothing(t *testing.T) {
+// The request's model is the one sent; the source's stands in only for a
+// request that names none.
+func TestChatStreamSendsTheRequestsModel(t *testing.T) {
 	var u upstream
 	src := u.serve(t, http.StatusOK, nil, golden(t, "stream_text_and_tool_use.sse"))
-	src.Model = ""
 	c := anthropic.New()
-	assert.True(t, c.RequiresModel(src))
-	st, err := c.ChatStream(testCtx(t), src, transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}}})
-	require.Nil(t, st)
-	var re *transport.RequestError
-	require.ErrorAs(t, err, &re)
-	assert.Equal(t, "Model", re.Field)
-	assert.Equal(t, "claude", re.Source)
-	assert.Contains(t, re.Problem, "MODEL")
-	body, _, _ := u.sent()
-	assert.Nil(t, body, "nothing was sent")
-
-	st, err = c.ChatStream(testCtx(t), src, transport.ChatRequest{Model: "claude-haiku-4-5", Messages: []transport.Message{{Role: "user", Content: "hi"}}})
+	st, err := c.ChatStream(testCtx(t), src, transport.ChatRequest{Model: "claude-haiku-4-5", Messages: []transport.Message{{Role: "user", Content: "hi"}}})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
-	body, _, _ = u.sent()
+	body, _, _ := u.sent()
 	var sent map[string]any
 	require.NoError(t, json.Unmarshal(body, &sent))
 	assert.Equal(t, "claude-haiku-4-5", sent["model"])
-}
-
-// A base64 image of a media type the Messages API does not take is refused
-// naming the part; the four it takes are sent, their media type as the API
-// spells it.
-func TestImageMediaTypesTheMessagesAPITakes(t *testing.T) {
-	src := transport.Source{Name: "claude", BaseURL: "http://127.0.0.1:1/v1", Model: "m", Provider: config.ProviderAnthropic}
-	req := func(url string) transport.ChatRequest {
-		return transport.ChatRequest{Messages: []transport.Message{{Role: "user", Parts: []transport.ContentPart{transport.ImagePart(url, "")}}}}
-	}
-	for _, mt := range []string{"image/jpeg", "image/png", "image/gif", "image/webp", "IMAGE/PNG"} {
-		assert.NoError(t, anthropic.New().ValidateChat(src, req("data:"+mt+";base64,AAAA")), mt)
-	}
-	for _, mt := range []string{"image/bmp", "image/svg+xml", "application/octet-stream", "text/plain", "image/jpg"} {
-		err := anthropic.New().ValidateChat(src, req("data:"+mt+";base64,AAAA"))
-		var re *transport.RequestError
-		require.ErrorAs(t, err, &re, mt)
-		assert.Equal(t, "Messages[0].Parts[0].ImageURL.URL", re.Field)
-		assert.Contains(t, re.Problem, "image/jpeg, image/png, image/gif, image/webp")
-	}
 }

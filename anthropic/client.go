@@ -77,13 +77,7 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 var (
 	_ transport.ChatTransport = (*Client)(nil)
 	_ transport.ChatValidator = (*Client)(nil)
-	_ transport.ModelRequirer = (*Client)(nil)
 )
-
-// RequiresModel reports true: the Messages API answers a request without a
-// model with an error, so a request that names none needs a source with a
-// model.
-func (c *Client) RequiresModel(transport.Source) bool { return true }
 
 // post sends payload to the source's messages endpoint and returns the
 // response when its status is 2xx; any other status is read, closed and

@@ -50,10 +50,7 @@
 // after its assistant message (a final assistant message may ask for tools) —
 // is a *transport.RequestError naming the field and the source, returned by
 // ValidateChat (the gateway checks every source before the first attempt)
-// and by ChatStream before anything is sent. So is a request with no model,
-// neither its own Model nor the source's: ChatStream refuses it, and the
-// gateway, through RequiresModel, refuses it before admission with an error
-// that names the scope and the source's MODEL key.
+// and by ChatStream before anything is sent.
 //
 // # Stream
 //

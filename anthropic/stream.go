@@ -60,15 +60,11 @@ func (e *StreamCutError) Code() string { return "PGW-STREAM-CUT" }
 // ChatStream opens a streamed Messages request on src (see the package doc
 // for the mapping). It returns once the upstream has answered with its
 // headers; chunks are then read by Recv as they arrive. The stream lives
-// within ctx. The caller must Close it. A request that names no model, to a
-// source without one, is a *transport.RequestError and nothing is sent.
+// within ctx. The caller must Close it.
 func (c *Client) ChatStream(ctx context.Context, src transport.Source, req transport.ChatRequest) (transport.ChatStream, error) {
 	body, answer, err := buildBody(src, req)
 	if err != nil {
 		return nil, err
-	}
-	if req.Model == "" && src.Model == "" {
-		return nil, noModel(src)
 	}
 	resp, err := c.post(ctx, src, body)
 	if err != nil {

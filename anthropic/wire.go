@@ -91,18 +91,10 @@ type wireMetadata struct {
 }
 
 // ValidateChat reports a request that cannot be sent to src: a field the
-// Messages API cannot express, or an Extra key the transport writes. It
-// judges the request's shape; a missing model, which the gateway asks
-// about through RequiresModel, is refused by ChatStream.
+// Messages API cannot express, or an Extra key the transport writes.
 func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
 	_, err := messagesBody(src, req)
 	return err
-}
-
-// noModel is the refusal of a request that names no model to a source
-// without one: the Messages API requires a model.
-func noModel(src transport.Source) error {
-	return unsupported(src, "Model", "empty, and the source has no model (legal on Anthropic: a model name; set the source's MODEL key, or the request's Model)")
 }
 
 // unsupported is the error of a field the API cannot express.

@@ -59,10 +59,9 @@ func NewChat(l *Loop, tr transport.ChatTransport, opt ChatOptions) *Chat {
 // stream holds the source's admission (probe lease, permit, pacer slot)
 // until it ends — io.EOF, an error, or Close — so Close must be called.
 //
-// The request is checked before admission: an illegal value, a field the
-// provider of one of the scope's sources cannot express, or no Model while
-// a source whose provider requires one (transport.ModelRequirer) has no
-// MODEL, is a *transport.RequestError, reported to the observer as a CallResult
+// The request is checked before admission: an illegal value, or a field
+// the provider of one of the scope's sources cannot express, is a
+// *transport.RequestError, reported to the observer as a CallResult
 // "caller_error" without attempts.
 func (c *Chat) Stream(ctx context.Context, req transport.ChatRequest) (*Stream, error) {
 	if err := c.check(req); err != nil {
@@ -115,9 +114,6 @@ func (c *Chat) check(req transport.ChatRequest) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	if err := c.l.needModel(c.tr, "chat", "Model", req.Model); err != nil {
-		return err
-	}
 	v, ok := c.tr.(transport.ChatValidator)
 	if !ok {
 		return nil
@@ -125,25 +121,6 @@ func (c *Chat) check(req transport.ChatRequest) error {
 	for _, name := range c.l.order {
 		if err := v.ValidateChat(c.l.sources[name], req); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// needModel refuses a request of kind that names no model (model empty)
-// when tr requires one of a source of the scope that has no MODEL: such a
-// request could only be answered with an error by that source.
-func (l *Loop) needModel(tr any, kind, field, model string) error {
-	if model != "" {
-		return nil
-	}
-	mr, ok := tr.(transport.ModelRequirer)
-	if !ok {
-		return nil
-	}
-	for _, name := range l.order {
-		if src := l.sources[name]; src.Model == "" && mr.RequiresModel(src) {
-			return transport.MissingModel(kind, field, l.scope, src)
 		}
 	}
 	return nil

@@ -30,15 +30,10 @@ func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
 
 // OCR reads one image. No token estimate is reserved (the size of an image
 // in tokens is the provider's business); the reported usage is settled. A
-// request without an image, or without a Model while a source of the scope
-// whose provider requires one has no MODEL (transport.ModelRequirer), is a
-// *transport.RequestError before admission, reported to the observer as a
-// CallResult "caller_error" without attempts.
+// request without an image is a *transport.RequestError before admission,
+// reported to the observer as a CallResult "caller_error" without attempts.
 func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
 	if err := req.Validate(); err != nil {
-		return transport.OCRResponse{}, o.l.refuse(ctx, opOCR, req.Model, err)
-	}
-	if err := o.l.needModel(o.tr, "OCR", "Model", req.Model); err != nil {
 		return transport.OCRResponse{}, o.l.refuse(ctx, opOCR, req.Model, err)
 	}
 	return o.read(ctx, req)
@@ -57,19 +52,13 @@ func (o *OCR) read(ctx context.Context, req transport.OCRRequest) (transport.OCR
 // error is a BatchError naming the failed pages (errors.As into
 // *pgw.BatchError matches it); errors.As reaches each page's own error.
 //
-// Every page is checked before any is read: no pages, a page without an
-// image, or a page without a Model that a source of the scope requires (as
-// for OCR), is a *transport.RequestError (Field "pages", "pages[i].Image"
-// or "pages[i].Model") and no page is sent; the observer gets one CallResult "caller_error"
+// Every page is checked before any is read: no pages, or a page without an
+// image, is a *transport.RequestError (Field "pages" or "pages[i].Image")
+// and no page is sent; the observer gets one CallResult "caller_error"
 // without attempts.
 func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transport.OCRResponse, error) {
 	if err := checkPages(pages); err != nil {
 		return nil, o.l.refuse(ctx, opOCR, "", err)
-	}
-	for i, p := range pages {
-		if err := o.l.needModel(o.tr, "OCR", fmt.Sprintf("pages[%d].Model", i), p.Model); err != nil {
-			return nil, o.l.refuse(ctx, opOCR, "", err)
-		}
 	}
 	out := make([]transport.OCRResponse, len(pages))
 	errsOf := make([]error, len(pages))

@@ -320,32 +320,3 @@ func validName(s string) bool {
 	}
 	return true
 }
-
-// ModelRequirer is implemented by transports whose provider answers a
-// request that names no model only with an error (Anthropic's Messages API
-// requires one; an OpenAI-compatible server may serve a default model, so
-// the OpenAI transport leaves the model out instead). The gateway asks it
-// about every source of the scope before admission: a request without a
-// Model, in a scope with a source that needs one and has no MODEL of its
-// own, is refused with the RequestError of MissingModel.
-type ModelRequirer interface {
-	// RequiresModel reports whether a request sent to src must name a
-	// model.
-	RequiresModel(src Source) bool
-}
-
-// MissingModel is the refusal of a request of the given kind ("chat",
-// "OCR") that names no model, bound for src of scope, which has no model
-// of its own and whose provider requires one. field is the request's field
-// ("Model", "pages[2].Model"). The problem names the scope, the source and
-// the two ways to fix it: the source's MODEL key or the request's Model.
-func MissingModel(kind, field, scope string, src Source) *RequestError {
-	return &RequestError{
-		Request: kind,
-		Field:   field,
-		Problem: fmt.Sprintf("empty, and source %q of scope %q has no model while its provider requires one (legal: set %s__%s__MODEL, or the request's Model)",
-			src.Name, scope, scope, config.Key(src.Name)),
-		Source:   src.Name,
-		Provider: src.Provider,
-	}
-}
