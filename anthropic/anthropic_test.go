@@ -394,3 +394,23 @@ func TestChatStreamSendsTheRequestsModel(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &sent))
 	assert.Equal(t, "claude-haiku-4-5", sent["model"])
 }
+
+// A base64 image of a media type the Messages API does not take is refused
+// naming the part; the four it takes are sent, their media type as the API
+// spells it.
+func TestImageMediaTypesTheMessagesAPITakes(t *testing.T) {
+	src := transport.Source{Name: "claude", BaseURL: "http://127.0.0.1:1/v1", Model: "m", Provider: config.ProviderAnthropic}
+	req := func(url string) transport.ChatRequest {
+		return transport.ChatRequest{Messages: []transport.Message{{Role: "user", Parts: []transport.ContentPart{transport.ImagePart(url, "")}}}}
+	}
+	for _, mt := range []string{"image/jpeg", "image/png", "image/gif", "image/webp", "IMAGE/PNG", "image/jpg"} {
+		assert.NoError(t, anthropic.New().ValidateChat(src, req("data:"+mt+";base64,AAAA")), mt)
+	}
+	for _, mt := range []string{"image/bmp", "image/svg+xml", "application/octet-stream", "text/plain"} {
+		err := anthropic.New().ValidateChat(src, req("data:"+mt+";base64,AAAA"))
+		var re *transport.RequestError
+		require.ErrorAs(t, err, &re, mt)
+		assert.Equal(t, "Messages[0].Parts[0].ImageURL.URL", re.Field)
+		assert.Contains(t, re.Problem, "image/jpeg, image/png, image/gif, image/webp")
+	}
+}

@@ -487,6 +487,9 @@ func imageSource(u string) (*wireImage, error) {
 		return nil, fmt.Errorf("a data: URI that is not data:<media type>;base64,… (Anthropic takes base64 images only)")
 	}
 	mt := strings.ToLower(strings.TrimSpace(mediaType))
+	if mt == "image/jpg" { // a common misspelling of JPEG's type, which the API refuses
+		mt = "image/jpeg"
+	}
 	if !slices.Contains(imageMediaTypes, mt) {
 		return nil, fmt.Errorf("an image of media type %q (legal on Anthropic: %s)", mediaType, strings.Join(imageMediaTypes, ", "))
 	}
