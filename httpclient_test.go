@@ -362,3 +362,25 @@ func TestHTTPClientQuotaFullUnderFailFastIsAVerdict(t *testing.T) {
 	assert.Equal(t, http.StatusOK, again.StatusCode, "closing the stream gave the slot back")
 	readBody(t, again)
 }
+
+// The SDK's base URL names pgw's host however an SDK spells it: host names
+// are compared without regard to case, and HTTP's default port is the
+// same host; another port or host is refused, naming it.
+func TestHTTPClientTakesSDKBaseURLsHostInAnySpelling(t *testing.T) {
+	gw, _, _, _ := twoSources(t, nil)
+	hc := gw.HTTPClient("CHAT")
+	for _, base := range []string{"http://PGW.invalid/", "http://pgw.INVALID:80/"} {
+		req, err := http.NewRequest(http.MethodPost, base+"chat/completions", strings.NewReader(chatBody(false)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		require.NoError(t, err, base)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, base)
+		readBody(t, resp)
+	}
+	for _, base := range []string{"http://pgw.invalid:8080/", "http://pgw.example/"} {
+		_, err := hc.Post(base+"chat/completions", "application/json", strings.NewReader(chatBody(false)))
+		require.Error(t, err, base)
+		assert.Contains(t, err.Error(), "pgw.SDKBaseURL", base)
+	}
+}

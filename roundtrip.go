@@ -115,12 +115,19 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return resp, nil
 }
 
+// sdkHost reports whether u names SDKBaseURL's host: compared without
+// regard to case, as host names are, and with HTTP's default port allowed.
+func sdkHost(u *url.URL) bool {
+	port := u.Port()
+	return strings.EqualFold(u.Hostname(), sdkBase.Hostname()) && (port == "" || port == "80")
+}
+
 // prepare checks req and reads its body, closing it as a RoundTripper must.
 func (t *governedTransport) prepare(req *http.Request) ([]byte, error) {
 	if req.Body != nil {
 		defer req.Body.Close()
 	}
-	if req.URL == nil || req.URL.Host != sdkBase.Host {
+	if req.URL == nil || !sdkHost(req.URL) {
 		host := ""
 		if req.URL != nil {
 			host = req.URL.Host
