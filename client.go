@@ -180,7 +180,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	}
 	// Attempts are logged at Debug through the loops' observer, next to the
 	// caller's.
-	obs := observe.Multi(attemptLog{log: o.logger}, o.observer)
+	obs := observe.Multi(attemptLog{log: o.logger, creds: sourceCredentials(s)}, o.observer)
 
 	var preloadBreaker, preloadQuota, preloadBudget func(context.Context) error
 	for _, sc := range s.Scopes {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/observe"
+	"github.com/pgw-go/pgw/provider"
 )
 
 // The observer types, re-exported from package observe. Hand an
@@ -77,6 +78,28 @@ const (
 type attemptLog struct {
 	observe.Nop
 	log *slog.Logger
+	// creds are each source's credentials by scope and source
+	// (provider.Credentials), redacted from a failed attempt's error text:
+	// the error of a Call function (an SDK's, say) may quote the URL or
+	// headers it sent.
+	creds map[string]map[string][]string
+}
+
+// sourceCredentials returns provider.Credentials of every source of s with
+// any, by scope and source name.
+func sourceCredentials(s Settings) map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for _, sc := range s.Scopes {
+		for _, src := range sc.Sources {
+			if c := provider.Credentials(src); len(c) > 0 {
+				if out[sc.Name] == nil {
+					out[sc.Name] = map[string][]string{}
+				}
+				out[sc.Name][src.Name] = c
+			}
+		}
+	}
+	return out
 }
 
 // Enabled reports whether the logger takes Debug lines now: when it does
@@ -105,7 +128,11 @@ func (l attemptLog) ObserveAttempt(a AttemptRecord) {
 		attrs = append(attrs, slog.Int("tokens", a.Usage.TotalTokens))
 	}
 	if a.Err != nil {
-		attrs = append(attrs, slog.String("err", a.Err.Error()))
+		msg := a.Err.Error()
+		if c := l.creds[a.Scope][a.Source]; len(c) > 0 {
+			msg = string(provider.RedactCredentials([]byte(msg), c))
+		}
+		attrs = append(attrs, slog.String("err", msg))
 	}
 	l.log.LogAttrs(ctx, slog.LevelDebug, "pgw: attempt", attrs...)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
@@ -117,4 +118,34 @@ func TestNoSecretInAnyMessage(t *testing.T) {
 			require.NotContains(t, logs.String(), marker, "logs")
 		})
 	}
+}
+
+// A Call function's error may quote what it sent — the SDK's request URL
+// with the source's query, an echoed header with its key. The attempt's
+// Debug log line shows neither; the caller gets its error unchanged.
+func TestACallFunctionsErrorIsLoggedWithoutTheSourcesCredentials(t *testing.T) {
+	const key, token = "sk-live-0123456789", "tok-9876543210"
+	up := testutil.NewUpstream(t)
+	logs := &syncBuffer{}
+	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := config.FromMap(map[string]string{
+		"PGW_SCOPES":        "CHAT",
+		"CHAT__SOURCES":     "a",
+		"CHAT__A__BASE_URL": up.URL + "/v1?api-version=2024-10-21&token=" + token,
+		"CHAT__A__API_KEY":  key,
+	})
+	require.NoError(t, err)
+	gw, err := pgw.New(context.Background(), *s, pgw.WithLogger(l), fastBackoff)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gw.Close() })
+	sdkErr := fmt.Errorf(`POST "%s/v1/chat/completions?api-version=2024-10-21&token=%s": 401 Unauthorized: invalid key %s`, up.URL, token, key)
+	_, err = pgw.Call(context.Background(), gw, "CHAT", func(context.Context, pgw.Source) (string, pgw.Usage, error) {
+		return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: 401, Message: sdkErr.Error()}
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), key, "the caller's own error is returned as it was")
+	require.Contains(t, logs.String(), "pgw: attempt", "the attempt was logged")
+	assert.NotContains(t, logs.String(), key)
+	assert.NotContains(t, logs.String(), token)
+	assert.Contains(t, logs.String(), "2024-10-21", "api-version is not a credential")
 }
