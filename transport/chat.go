@@ -210,7 +210,8 @@ type ChatRequest struct {
 	// Extra holds provider fields pgw does not model, merged into the
 	// request body as top-level keys. Extra only adds: a key that pgw
 	// writes itself (model, messages, stream, tools, …, see the provider's
-	// transport) is an error before any attempt, never a silent override.
+	// transport) is an error before any attempt, never a silent override,
+	// and so is "n" other than 1: a response carries one choice.
 	Extra map[string]any
 	// EstTokens is the caller's estimate for quota reservation; 0 lets the
 	// gateway estimate from everything the request sends (EstimateTokens).

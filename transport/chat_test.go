@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,6 +38,8 @@ func TestValidateNamesTheFieldAtFault(t *testing.T) {
 		{"unknown format", transport.ChatRequest{Messages: []transport.Message{user}, ResponseFormat: &transport.ResponseFormat{Type: "yaml"}}, "ResponseFormat.Type"},
 		{"top_p above 1", transport.ChatRequest{Messages: []transport.Message{user}, TopP: &nan}, "TopP"},
 		{"empty stop", transport.ChatRequest{Messages: []transport.Message{user}, Stop: []string{""}}, "Stop[0]"},
+		{"more than one choice", transport.ChatRequest{Messages: []transport.Message{user}, Extra: map[string]any{"n": 2}}, "Extra[n]"},
+		{"choices as text", transport.ChatRequest{Messages: []transport.Message{user}, Extra: map[string]any{"n": "1"}}, "Extra[n]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,4 +117,13 @@ func TestUsageBillableAndAdd(t *testing.T) {
 	u.TotalTokens = 16
 	assert.Equal(t, 16, u.Billable(), "a reported total wins")
 	assert.Equal(t, transport.Usage{PromptTokens: 20, CompletionTokens: 10, TotalTokens: 32, CachedPromptTokens: 8, ReasoningTokens: 4}, u.Add(u))
+}
+
+// One choice is what a ChatResponse and a ChatStream carry: Extra may ask
+// for it as any number type, and for nothing else.
+func TestValidateTakesOneChoiceInExtra(t *testing.T) {
+	user := transport.Message{Role: "user", Content: "hi"}
+	for _, n := range []any{1, int64(1), 1.0, json.Number("1")} {
+		assert.NoError(t, transport.ChatRequest{Messages: []transport.Message{user}, Extra: map[string]any{"n": n}}.Validate(), "%T", n)
+	}
 }

@@ -218,7 +218,36 @@ func (r ChatRequest) Validate() error {
 			return bad("Extra", "empty key")
 		}
 	}
+	if n, ok := r.Extra["n"]; ok && !isOne(n) {
+		// More choices would be interleaved in one stream, or all but the
+		// first dropped from a ChatResponse.
+		return bad("Extra[n]", fmt.Sprintf("%v: a ChatResponse and a ChatStream carry one choice (legal: 1, or leave it out)", n))
+	}
 	return nil
+}
+
+// isOne reports whether v, a value of Extra, is the number 1.
+func isOne(v any) bool {
+	switch n := v.(type) {
+	case int:
+		return n == 1
+	case int32:
+		return n == 1
+	case int64:
+		return n == 1
+	case uint:
+		return n == 1
+	case uint64:
+		return n == 1
+	case float32:
+		return n == 1
+	case float64:
+		return n == 1
+	case json.Number:
+		f, err := n.Float64()
+		return err == nil && f == 1
+	}
+	return false
 }
 
 // chosenTool checks that a ToolChoiceFunction names one of the request's
