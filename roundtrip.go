@@ -258,6 +258,7 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 	switch {
 	case isEventStream(ct):
 		ev := sdkhttp.NewEvents(resp)
+		ev.Source = src
 		ev.OnModel = func(m string) { observe.NoteResponseModel(ctx, m) }
 		return ev, nil
 	case isJSON(ct) || resp.ContentLength >= 0 && resp.ContentLength <= 1<<20:

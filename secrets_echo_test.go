@@ -1,0 +1,72 @@
+package pgw_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw"
+)
+
+// An upstream whose event stream reports an error that echoes the request
+// — its key, its URL's query — through the governed http client: neither
+// shows in the SDK's answer, the observer's records or the logs.
+func TestHTTPClientStreamErrorEventShowsNoCredential(t *testing.T) {
+	const key, token = "sk-live-0123456789", "tok-9876543210"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.Header.Get("X-Content-First") != "" {
+			fmt.Fprintf(w, "data: %s\n\n", chunkHello)
+		}
+		fmt.Fprintf(w, "data: {\"error\":{\"message\":\"bad key %s for %s\",\"type\":\"server_error\"}}\n\n", r.Header.Get("Authorization"), r.URL.RawQuery)
+	}))
+	t.Cleanup(up.Close)
+	logs := &syncBuffer{}
+	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	gw, rec := newGateway(t, map[string]string{
+		"PGW_SCOPES":         "CHAT",
+		"CHAT__SOURCES":      "a",
+		"CHAT__A__BASE_URL":  up.URL + "/v1?token=" + token,
+		"CHAT__A__API_KEY":   key,
+		"CHAT__MAX_ATTEMPTS": "1",
+	}, pgw.WithLogger(l))
+	body := readBody(t, post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(true)))
+	require.Contains(t, body, "redacted", "the upstream's text reaches the SDK, redacted")
+	assert.NotContains(t, body, key)
+	assert.NotContains(t, body, token)
+	atts := rec.Attempts()
+	require.NotEmpty(t, atts)
+	for _, a := range atts {
+		require.Error(t, a.Err)
+		assert.NotContains(t, a.Err.Error(), key)
+		assert.NotContains(t, a.Err.Error(), token)
+	}
+	assert.NotContains(t, logs.String(), key)
+	assert.NotContains(t, logs.String(), token)
+
+	// After content the error event is passed on as the upstream sent it,
+	// but for the credentials.
+	req, err := http.NewRequest(http.MethodPost, pgw.SDKBaseURL+"chat/completions", strings.NewReader(chatBody(true)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Content-First", "1")
+	resp, err := gw.HTTPClient("CHAT").Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Contains(t, string(b), "Hello")
+	assert.Contains(t, string(b), "bad key Bearer [redacted] for token=[redacted]")
+	for _, a := range rec.Attempts() {
+		if a.Err != nil {
+			assert.NotContains(t, a.Err.Error(), key)
+			assert.NotContains(t, a.Err.Error(), token)
+		}
+	}
+}
