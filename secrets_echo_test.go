@@ -1,6 +1,7 @@
 package pgw_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,4 +70,36 @@ func TestHTTPClientStreamErrorEventShowsNoCredential(t *testing.T) {
 			assert.NotContains(t, a.Err.Error(), token)
 		}
 	}
+}
+
+// sdkStatusError is an SDK's API error: a status and the answer's body.
+type sdkStatusError struct {
+	StatusCode int
+	body       string
+}
+
+func (e *sdkStatusError) Error() string   { return fmt.Sprintf("sdk: status %d", e.StatusCode) }
+func (e *sdkStatusError) RawJSON() string { return e.body }
+
+// An SDK's error from a Call function is described as a *pgw.HTTPError
+// whose Message shows none of the source's credentials, the BASE_URL's
+// query values as well as the key.
+func TestASDKErrorsDescriptionShowsNoCredential(t *testing.T) {
+	const key, token = "sk-live-0123456789", "tok-9876543210"
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":        "CHAT",
+		"CHAT__SOURCES":     "a",
+		"CHAT__A__BASE_URL": "http://127.0.0.1:1/v1?token=" + token,
+		"CHAT__A__API_KEY":  key,
+	})
+	body := fmt.Sprintf(`{"error":{"message":"no model for key %s at ?token=%s","type":"invalid_request_error"}}`, key, token)
+	_, err := pgw.Call(context.Background(), gw, "CHAT", func(context.Context, pgw.Source) (string, pgw.Usage, error) {
+		return "", pgw.Usage{}, &sdkStatusError{StatusCode: 400, body: body}
+	})
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, 400, he.StatusCode)
+	assert.Contains(t, he.Message, "no model for key [redacted] at ?token=[redacted]")
+	var se *sdkStatusError
+	assert.ErrorAs(t, err, &se, "the SDK's own error is still reached")
 }
