@@ -103,3 +103,38 @@ func TestASDKErrorsDescriptionShowsNoCredential(t *testing.T) {
 	var se *sdkStatusError
 	assert.ErrorAs(t, err, &se, "the SDK's own error is still reached")
 }
+
+// An upstream that redirects (keeping the query, as a redirect to HTTPS
+// does) to where the connection then fails: the transport error names the
+// redirect's URL, which shows none of the BASE_URL's query either.
+func TestATransportErrorAfterARedirectShowsNoCredential(t *testing.T) {
+	const token = "tok-9876543210"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/moved/") {
+			http.Redirect(w, r, "/moved"+r.URL.Path+"?"+r.URL.RawQuery, http.StatusTemporaryRedirect)
+			return
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(up.Close)
+	for _, p := range []string{"openai", "anthropic"} {
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES":         "CHAT",
+			"CHAT__SOURCES":      "a",
+			"CHAT__MAX_ATTEMPTS": "1",
+			"CHAT__A__PROVIDER":  p,
+			"CHAT__A__MODEL":     "m",
+			"CHAT__A__BASE_URL":  up.URL + "/v1?token=" + token,
+		})
+		_, err := gw.Chat(context.Background(), hello())
+		require.Error(t, err, p)
+		assert.NotContains(t, fmt.Sprintf("%+v", err), token, p)
+		for _, a := range rec.Attempts() {
+			require.Error(t, a.Err, p)
+			assert.NotContains(t, a.Err.Error(), token, p)
+		}
+	}
+}
