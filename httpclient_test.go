@@ -369,7 +369,7 @@ func TestHTTPClientQuotaFullUnderFailFastIsAVerdict(t *testing.T) {
 func TestHTTPClientTakesSDKBaseURLsHostInAnySpelling(t *testing.T) {
 	gw, _, _, _ := twoSources(t, nil)
 	hc := gw.HTTPClient("CHAT")
-	for _, base := range []string{"http://PGW.invalid/", "http://pgw.INVALID:80/"} {
+	for _, base := range []string{"http://PGW.invalid/", "http://pgw.INVALID:80/", "https://pgw.invalid/", "https://pgw.invalid:443/"} {
 		req, err := http.NewRequest(http.MethodPost, base+"chat/completions", strings.NewReader(chatBody(false)))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
@@ -378,7 +378,7 @@ func TestHTTPClientTakesSDKBaseURLsHostInAnySpelling(t *testing.T) {
 		assert.Equal(t, http.StatusOK, resp.StatusCode, base)
 		readBody(t, resp)
 	}
-	for _, base := range []string{"http://pgw.invalid:8080/", "http://pgw.example/"} {
+	for _, base := range []string{"http://pgw.invalid:8080/", "http://pgw.example/", "http://pgw.invalid:443/"} {
 		_, err := hc.Post(base+"chat/completions", "application/json", strings.NewReader(chatBody(false)))
 		require.Error(t, err, base)
 		assert.Contains(t, err.Error(), "pgw.SDKBaseURL", base)

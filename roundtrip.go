@@ -116,10 +116,14 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // sdkHost reports whether u names SDKBaseURL's host: compared without
-// regard to case, as host names are, and with HTTP's default port allowed.
+// regard to case, as host names are, and with the default port of u's
+// scheme allowed (80, or 443 for https).
 func sdkHost(u *url.URL) bool {
-	port := u.Port()
-	return strings.EqualFold(u.Hostname(), sdkBase.Hostname()) && (port == "" || port == "80")
+	port, def := u.Port(), "80"
+	if strings.EqualFold(u.Scheme, "https") {
+		def = "443"
+	}
+	return strings.EqualFold(u.Hostname(), sdkBase.Hostname()) && (port == "" || port == def)
 }
 
 // prepare checks req and reads its body, closing it as a RoundTripper must.
@@ -258,6 +262,7 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 	switch {
 	case isEventStream(ct):
 		ev := sdkhttp.NewEvents(resp)
+		ev.Source = src
 		ev.OnModel = func(m string) { observe.NoteResponseModel(ctx, m) }
 		return ev, nil
 	case isJSON(ct) || resp.ContentLength >= 0 && resp.ContentLength <= 1<<20:

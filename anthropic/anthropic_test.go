@@ -414,3 +414,33 @@ func TestImageMediaTypesTheMessagesAPITakes(t *testing.T) {
 		assert.Contains(t, re.Problem, "image/jpeg, image/png, image/gif, image/webp")
 	}
 }
+
+// A data: URI may carry parameters after its media type (RFC 2397:
+// data:image/png;name=a.png;base64,…): the image is sent with the media
+// type alone, as the API takes it, and is not refused.
+func TestImageMediaTypeParametersAreNotSent(t *testing.T) {
+	var u upstream
+	src := u.serve(t, http.StatusOK, nil, golden(t, "stream_text_and_tool_use.sse"))
+	url := "data:image/PNG;name=a.png;base64,AAAA"
+	req := transport.ChatRequest{Messages: []transport.Message{{Role: "user", Parts: []transport.ContentPart{transport.ImagePart(url, "")}}}}
+	require.NoError(t, anthropic.New().ValidateChat(src, req))
+	st, err := anthropic.New().ChatStream(testCtx(t), src, req)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	body, _, _ := u.sent()
+	var sent struct {
+		Messages []struct {
+			Content []struct {
+				Source struct {
+					MediaType string `json:"media_type"`
+					Data      string `json:"data"`
+				} `json:"source"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &sent), string(body))
+	require.Len(t, sent.Messages, 1)
+	require.Len(t, sent.Messages[0].Content, 1)
+	assert.Equal(t, "image/png", sent.Messages[0].Content[0].Source.MediaType)
+	assert.Equal(t, "AAAA", sent.Messages[0].Content[0].Source.Data)
+}

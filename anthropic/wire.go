@@ -475,7 +475,8 @@ func contentBlocks(src transport.Source, at string, m transport.Message) ([]wire
 }
 
 // imageSource maps an http(s) URL to a url source and a base64 data: URI of
-// an image type the API takes (imageMediaTypes) to a base64 source.
+// an image type the API takes (imageMediaTypes) to a base64 source of that
+// type, without the URI's parameters.
 func imageSource(u string) (*wireImage, error) {
 	rest, ok := strings.CutPrefix(u, "data:")
 	if !ok {
@@ -486,7 +487,8 @@ func imageSource(u string) (*wireImage, error) {
 	if !ok || !isBase64 || mediaType == "" {
 		return nil, fmt.Errorf("a data: URI that is not data:<media type>;base64,… (Anthropic takes base64 images only)")
 	}
-	mt := strings.ToLower(strings.TrimSpace(mediaType))
+	mt, _, _ := strings.Cut(mediaType, ";") // parameters (name=…, charset=…) are not the API's
+	mt = strings.ToLower(strings.TrimSpace(mt))
 	if mt == "image/jpg" { // a common misspelling of JPEG's type, which the API refuses
 		mt = "image/jpeg"
 	}

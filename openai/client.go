@@ -108,7 +108,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, config.RedactURL(url), redactErr(err, url))
+		return nil, fmt.Errorf("openai: source %q: post %s: %w", src.Name, config.RedactURL(url), redactErr(err))
 	}
 	transport.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -165,11 +165,12 @@ func (u *wireUsage) usage() transport.Usage {
 
 // redactErr keeps a transport error's text from showing the request URL's
 // query (which may hold a credential): *url.Error prints the URL, so its
-// URL is replaced by the redacted form.
-func redactErr(err error, raw string) error {
+// URL is replaced by its redacted form: raw, or the URL a redirect went
+// to, which may carry the query on.
+func redactErr(err error) error {
 	var ue *url.Error
-	if errors.As(err, &ue) && ue.URL == raw {
-		return &url.Error{Op: ue.Op, URL: config.RedactURL(raw), Err: ue.Err}
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: config.RedactURL(ue.URL), Err: ue.Err}
 	}
 	return err
 }

@@ -74,8 +74,9 @@ const minQueryCredential = 6
 
 // Credentials returns what of src an upstream may echo and pgw must never
 // print: its API key, and the values of its BASE_URL's query (as written
-// and decoded) — save api-version, which names a version, and values of
-// fewer than six characters. Longer ones come first.
+// and decoded; an entry without "=" is a value) — save api-version, which
+// names a version, and values of fewer than six characters. Longer ones
+// come first.
 func Credentials(src config.Source) []string {
 	var out []string
 	add := func(v string) {
@@ -86,7 +87,10 @@ func Credentials(src config.Source) []string {
 	add(src.APIKey.Reveal())
 	if u, err := url.Parse(strings.TrimSpace(src.BaseURL)); err == nil {
 		for _, pair := range strings.Split(u.RawQuery, "&") {
-			k, raw, _ := strings.Cut(pair, "=")
+			k, raw, hasValue := strings.Cut(pair, "=")
+			if !hasValue {
+				raw = k // a bare token (?0123456789abcdef) is a value too
+			}
 			if name, err := url.QueryUnescape(k); err == nil && strings.EqualFold(name, "api-version") {
 				continue
 			}

@@ -117,3 +117,12 @@ func TestCredentialsOfASourceAreRedactedFromItsAnswers(t *testing.T) {
 		string(provider.RedactCredentials(body, provider.Credentials(src))))
 	assert.Empty(t, provider.Credentials(config.Source{BaseURL: "https://h.example/v1"}))
 }
+
+// A query entry without "=" (?0123456789abcdef, a bare token) is a value
+// too: an upstream that echoes the URL shows it.
+func TestABareQueryTokenIsACredential(t *testing.T) {
+	src := config.Source{Name: "a", BaseURL: "https://h.example/v1?tok-0123456789&beta"}
+	assert.Equal(t, []string{"tok-0123456789"}, provider.Credentials(src))
+	e := provider.ParseSourceError(config.ProviderOpenAI, src, 400, []byte(`{"error":{"message":"no route for /v1?tok-0123456789&beta"}}`))
+	assert.Equal(t, "no route for /v1?[redacted]&beta", e.Message)
+}

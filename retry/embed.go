@@ -39,7 +39,8 @@ func (e *Embed) BatchSize() int { return e.l.minBatch }
 // fail and others succeed, the response holds the successful vectors (nil
 // where a sub-batch failed) and the error is a BatchError naming the failed
 // ranges (errors.As into *pgw.BatchError matches it); errors.As reaches each range's own error. A call that is
-// not split returns its error as is.
+// not split returns its error as is. Once a sub-batch ends stalled, those
+// not yet begun end with its error rather than wait the window again.
 //
 // A request without inputs, or with an input that is the empty string, is a
 // *transport.RequestError before admission,
@@ -58,9 +59,14 @@ func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transpor
 	vectors := make([][]float32, n)
 	usages := make([]transport.Usage, parts)
 	errsOf := make([]error, parts)
+	var stall partStall
 	forEachPart(parts, e.l.partLimit(e.concurrency), func(p int) {
 		lo, hi := p*size, min((p+1)*size, n)
 		if err := ctx.Err(); err != nil {
+			errsOf[p] = err
+			return
+		}
+		if err := stall.stalled(); err != nil {
 			errsOf[p] = err
 			return
 		}
@@ -75,6 +81,7 @@ func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transpor
 			})
 		if err != nil {
 			errsOf[p] = err
+			stall.note(err)
 			return
 		}
 		copy(vectors[lo:hi], resp.Vectors)

@@ -528,7 +528,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		r.class, r.outcome = Canceled, observe.OutcomeHedgeLost
 		return
 	}
-	if d, ok := AsHTTPError(r.err, src.Provider, src.APIKey.Reveal(), l.clock.Now()); ok {
+	if d, ok := sourceHTTPError(r.err, src, l.clock.Now()); ok {
 		// An SDK's error, described as an upstream HTTP failure as for an
 		// attempt that runs alone: its Retry-After holds the source off.
 		r.err = d

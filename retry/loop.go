@@ -519,7 +519,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		outcome = endedOutcome(ctx)
 		return zero, Canceled, ctx.Err()
 	}
-	if d, ok := AsHTTPError(err, src.Provider, src.APIKey.Reveal(), l.clock.Now()); ok {
+	if d, ok := sourceHTTPError(err, src, l.clock.Now()); ok {
 		// An SDK's error: described as an upstream HTTP failure so that its
 		// Retry-After holds the source off; errors.As still reaches it.
 		err = d

@@ -51,6 +51,8 @@ func (o *OCR) read(ctx context.Context, req transport.OCRRequest) (transport.OCR
 // the result holds the successful pages (zero where a page failed) and the
 // error is a BatchError naming the failed pages (errors.As into
 // *pgw.BatchError matches it); errors.As reaches each page's own error.
+// Once a page ends stalled, those not yet begun end with its error rather
+// than wait the window again.
 //
 // Every page is checked before any is read: no pages, or a page without an
 // image, is a *transport.RequestError (Field "pages" or "pages[i].Image")
@@ -62,12 +64,18 @@ func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transp
 	}
 	out := make([]transport.OCRResponse, len(pages))
 	errsOf := make([]error, len(pages))
+	var stall partStall
 	forEachPart(len(pages), o.l.partLimit(o.concurrency), func(i int) {
 		if err := ctx.Err(); err != nil {
 			errsOf[i] = err
 			return
 		}
+		if err := stall.stalled(); err != nil {
+			errsOf[i] = err
+			return
+		}
 		out[i], errsOf[i] = o.read(ctx, pages[i])
+		stall.note(errsOf[i])
 	})
 	var failed []errs.BatchFailure
 	for i, err := range errsOf {

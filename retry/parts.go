@@ -1,8 +1,11 @@
 package retry
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pgw-go/pgw/internal/errs"
 )
 
 // DefaultConcurrency bounds the parts of a split call (embedding
@@ -65,3 +68,27 @@ func forEachPart(n, limit int, do func(i int)) {
 
 // partPanic carries a part's panic value to the caller's goroutine.
 type partPanic struct{ value any }
+
+// partStall is what a split call's parts know of its scope's stall: once a
+// part ends stalled — it waited out the stall window while no call of the
+// scope delivered — the parts that have not begun end with its error rather
+// than wait a window each. Its parts run no more at once than the scope has
+// slots (partLimit), so without it a call of n parts on a scope whose slots
+// others hold would end after n windows, not one.
+type partStall struct{ err atomic.Pointer[error] }
+
+// note records err when it ends a part stalled.
+func (s *partStall) note(err error) {
+	var ase *errs.AllSourcesExhausted
+	if errors.As(err, &ase) && ase.Reason == errs.ReasonStalled {
+		s.err.CompareAndSwap(nil, &err)
+	}
+}
+
+// stalled returns the error of a part that ended stalled, or nil.
+func (s *partStall) stalled() error {
+	if p := s.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

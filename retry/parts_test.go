@@ -19,6 +19,7 @@ import (
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/internal/testutil"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -330,4 +331,54 @@ func (o *heldOCR) OCR(_ context.Context, _ transport.Source, req transport.OCRRe
 	o.calls.Add(1)
 	o.h.gate()
 	return transport.OCRResponse{Text: string(req.Image)}, nil
+}
+
+// A split call on a scope whose only slot another caller holds, under
+// QUOTA_FULL=wait: its parts run one at a time (the scope's one slot), and
+// once one has waited out the stall window with nothing of the scope
+// delivered, the parts that have not begun end stalled with it rather than
+// wait a window each — the call ends stalled about one window after it
+// began, as when its parts all waited at once.
+func TestASplitCallOnAStalledScopeEndsAfterOneStallWindow(t *testing.T) {
+	clk := testutil.NewFakeClock()
+	b, err := memory.NewBreaker(gate.Policy{}, memory.WithClock(clk))
+	require.NoError(t, err)
+	q, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}}, memory.WithClock(clk))
+	require.NoError(t, err)
+	sleeper := &fakeSleep{clk: clk}
+	const w = 5 * time.Minute
+	l, err := retry.New(retry.Config{
+		Scope: config.ScopeSettings{Name: "EMBEDDING", QuotaFull: config.ModeWait, PollInterval: poll, StallWindow: w,
+			Sources: []config.Source{{Name: "s1", Timeout: 10 * time.Second, BatchSize: 1, MaxInFlight: 1}}},
+		Breaker: b, Quota: q, Clock: clk, Sleep: sleeper.sleep, Rand: func() float64 { return 0 },
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	held, _, err := q.Acquire(context.Background(), "s1", 0) // another caller's
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Release(context.Background(), held) })
+
+	start := clk.Now()
+	tr := &fakeEmbed{}
+	_, err = retry.NewEmbed(l, tr, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(4)})
+	var be *errs.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Failed, 4)
+	for _, f := range be.Failed {
+		var ase *errs.AllSourcesExhausted
+		require.ErrorAs(t, f.Err, &ase)
+		assert.Equal(t, errs.ReasonStalled, ase.Reason)
+	}
+	assert.Empty(t, tr.batches)
+	assert.LessOrEqual(t, clk.Now().Sub(start), w+2*poll, "one stall window, not one per part")
+
+	// OCR pages alike.
+	start = clk.Now()
+	ocr := &heldOCR{h: newHeldParts()}
+	_, err = retry.NewOCR(l, ocr, 4).Pages(context.Background(), []transport.OCRRequest{
+		{Image: []byte("a")}, {Image: []byte("b")}, {Image: []byte("c")}})
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Failed, 3)
+	assert.Zero(t, ocr.calls.Load())
+	assert.LessOrEqual(t, clk.Now().Sub(start), w+2*poll, "one stall window, not one per page")
 }

@@ -87,6 +87,21 @@ func ResponseOf(err error) *http.Response {
 // and err, so errors.As reaches the library's own type as before. It
 // returns false when err already holds a *transport.HTTPError or no status.
 func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error, bool) {
+	return asHTTPError(err, func(status int, body []byte) provider.ErrorBody {
+		return provider.ParseError(p, status, body, key)
+	}, now)
+}
+
+// sourceHTTPError is AsHTTPError for an attempt of src: every one of its
+// credentials (provider.Credentials) is redacted from the description.
+func sourceHTTPError(err error, src config.Source, now time.Time) (error, bool) {
+	return asHTTPError(err, func(status int, body []byte) provider.ErrorBody {
+		return provider.ParseSourceError(src.Provider, src, status, body)
+	}, now)
+}
+
+// asHTTPError is AsHTTPError reading the message with parse.
+func asHTTPError(err error, parse func(status int, body []byte) provider.ErrorBody, now time.Time) (error, bool) {
 	if err == nil {
 		return nil, false
 	}
@@ -108,10 +123,10 @@ func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error
 	}
 	d.RetryAfter, _ = provider.ErrorRetryAfter(status, h, rawBody, now)
 	if hasRaw {
-		body = provider.ParseError(p, status, rawBody, key)
+		body = parse(status, rawBody)
 		d.Message = body.Text()
 	} else {
-		d.Message = provider.ParseError(p, status, []byte(err.Error()), key).Message
+		d.Message = parse(status, []byte(err.Error())).Message
 	}
 	return &describedError{desc: d, err: err, quota: body.InsufficientQuota()}, true
 }

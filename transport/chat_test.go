@@ -123,7 +123,16 @@ func TestUsageBillableAndAdd(t *testing.T) {
 // for it as any number type, and for nothing else.
 func TestValidateTakesOneChoiceInExtra(t *testing.T) {
 	user := transport.Message{Role: "user", Content: "hi"}
-	for _, n := range []any{1, int64(1), 1.0, json.Number("1")} {
+	type count int
+	for _, n := range []any{1, int64(1), 1.0, json.Number("1"), int8(1), int16(1), uint8(1), uint16(1), uint32(1), count(1), json.RawMessage("1"), json.RawMessage(" 1 ")} {
 		assert.NoError(t, transport.ChatRequest{Messages: []transport.Message{user}, Extra: map[string]any{"n": n}}.Validate(), "%T", n)
 	}
+	for _, n := range []any{json.RawMessage("2"), json.RawMessage(`"1"`), uint8(2), count(3)} {
+		err := transport.ChatRequest{Messages: []transport.Message{user}, Extra: map[string]any{"n": n}}.Validate()
+		var re *transport.RequestError
+		require.ErrorAs(t, err, &re, "%T %v", n, n)
+		assert.Equal(t, "Extra[n]", re.Field)
+	}
+	err := transport.ChatRequest{Messages: []transport.Message{user}, Extra: map[string]any{"n": json.RawMessage("2")}}.Validate()
+	assert.Contains(t, err.Error(), "2: a ChatResponse", "the value is shown as the JSON it sends")
 }

@@ -218,36 +218,26 @@ func (r ChatRequest) Validate() error {
 			return bad("Extra", "empty key")
 		}
 	}
-	if n, ok := r.Extra["n"]; ok && !isOne(n) {
-		// More choices would be interleaved in one stream, or all but the
-		// first dropped from a ChatResponse.
-		return bad("Extra[n]", fmt.Sprintf("%v: a ChatResponse and a ChatStream carry one choice (legal: 1, or leave it out)", n))
+	if n, ok := r.Extra["n"]; ok {
+		if one, text := isOne(n); !one {
+			// More choices would be interleaved in one stream, or all but
+			// the first dropped from a ChatResponse.
+			return bad("Extra[n]", text+": a ChatResponse and a ChatStream carry one choice (legal: 1, or leave it out)")
+		}
 	}
 	return nil
 }
 
-// isOne reports whether v, a value of Extra, is the number 1.
-func isOne(v any) bool {
-	switch n := v.(type) {
-	case int:
-		return n == 1
-	case int32:
-		return n == 1
-	case int64:
-		return n == 1
-	case uint:
-		return n == 1
-	case uint64:
-		return n == 1
-	case float32:
-		return n == 1
-	case float64:
-		return n == 1
-	case json.Number:
-		f, err := n.Float64()
-		return err == nil && f == 1
+// isOne reports whether v, a value of Extra, is the number 1 as it is
+// sent: any Go number type, json.Number or json.RawMessage, or whatever
+// else encodes to it. Its text is the JSON sent, or v as Go prints it.
+func isOne(v any) (one bool, text string) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false, fmt.Sprint(v)
 	}
-	return false
+	var f float64
+	return json.Unmarshal(b, &f) == nil && f == 1, string(b)
 }
 
 // chosenTool checks that a ToolChoiceFunction names one of the request's

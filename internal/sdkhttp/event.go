@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -51,6 +53,10 @@ type Events struct {
 	Resp *http.Response
 	// OnModel, when set, is called with the first model an event names.
 	OnModel func(model string)
+	// Source is the source that answers: its credentials
+	// (provider.Credentials) are redacted from an error event, its error
+	// and its Raw, where an upstream may echo the request.
+	Source  config.Source
 	r       *bufio.Reader
 	started bool
 	ended   bool
@@ -201,7 +207,9 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 		if ev.Response != nil && len(ev.Response.Error) > 0 {
 			errBody = ev.Response.Error
 		}
-		it.Err, it.Terminal, e.ended = eventError(errBody), true, true
+		creds := provider.Credentials(e.Source)
+		it.Raw = provider.RedactCredentials(it.Raw, creds)
+		it.Err, it.Terminal, e.ended = eventError(errBody, creds), true, true
 		return it
 	case terminalTypes[kind]:
 		it.Terminal, e.ended = true, true
@@ -227,8 +235,9 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 
 // eventError turns an error event's error object into the failure it
 // reports: a rate limit is a 429, an overload a 529, anything else a 500 —
-// the answer failed upstream after its headers said 200.
-func eventError(body json.RawMessage) error {
+// the answer failed upstream after its headers said 200. creds are redacted
+// from its message.
+func eventError(body json.RawMessage, creds []string) error {
 	var obj struct {
 		Type    string `json:"type"`
 		Code    any    `json:"code"`
@@ -250,7 +259,7 @@ func eventError(body json.RawMessage) error {
 	if obj.Type != "" {
 		msg += " (" + obj.Type + ")"
 	}
-	return &errs.HTTPError{StatusCode: status, Message: "in the stream: " + msg}
+	return &errs.HTTPError{StatusCode: status, Message: "in the stream: " + string(provider.RedactCredentials([]byte(msg), creds))}
 }
 
 // contentKeys hold a piece of the answer when their value is a non-empty
