@@ -421,6 +421,75 @@ func TestWriterObserverCallFindsTheProbesSlotFree(t *testing.T) {
 	}
 }
 
+// An observer that starts a call when it hears of a change hears of it
+// once every outcome of the writer's round is written. Its call may wait for
+// one of them — a Failure of the source, which Pick's ordering waits for —
+// and the worker that would write it is the observer's own goroutine: told
+// in the middle of the round, the call waited out its ctx. The round here
+// is two Failures of s1, given back Record by Record (no quota gate to
+// conclude them together), or a Failure of each of two scopes.
+func TestWriterObserverCallDoesNotWaitForItsOwnRound(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sameScope bool
+	}{
+		{"SameScope", true},
+		{"AnotherScope", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
+			stalled := holdTheWorker(t, w)
+			newScope := func(scope string, quota gate.QuotaGate, obs observe.Observer) *admission.SourceAdmission {
+				b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute})
+				require.NoError(t, err)
+				adm, err := admission.New(admission.Config{
+					Scope: scope, Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: quota,
+					Writer: w, Observer: obs,
+				})
+				require.NoError(t, err)
+				return adm
+			}
+			var asked *admission.SourceAdmission // the scope the observer's call asks
+			got := make(chan error, 1)
+			obs := observe.Funcs{StateChange: func(v observe.StateChange) {
+				if v.Scope != "CHAT" || v.To != gate.Open {
+					return
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), bound/2)
+				defer cancel()
+				_, _, err := asked.Pick(ctx, nil, 1)
+				select {
+				case got <- err:
+				default:
+				}
+			}}
+			var quota gate.QuotaGate // none: the writer gives each outcome back by itself
+			if !tc.sameScope {
+				mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
+				require.NoError(t, err)
+				quota = mq // a Concluder: the scope's outcomes are given back together
+			}
+			chat := newScope("CHAT", quota, obs)
+			asked = chat
+			if !tc.sameScope {
+				asked = newScope("LATER", nil, nil)
+			}
+			// Both admitted before either is given back: the second waits
+			// for no Failure.
+			first, _, err := chat.Pick(bounded(t), nil, 1)
+			require.NoError(t, err)
+			second, _, err := asked.Pick(bounded(t), nil, 1)
+			require.NoError(t, err)
+			require.NoError(t, first.Done(bounded(t), admission.Result{Outcome: gate.Failure, Tokens: -1}))
+			require.NoError(t, second.Done(bounded(t), admission.Result{Outcome: gate.Failure, Tokens: -1}))
+			require.Equal(t, 2, w.Stats().Queued, "queued behind the held write: the next round takes both")
+			stalled.let()
+			require.NoError(t, await(t, got, "the observer's call"),
+				"the observer's call waited for an outcome of the round that told it")
+		})
+	}
+}
+
 // degradedBreaker is a breaker whose store reports an outage (Degrader).
 type degradedBreaker struct{ gate.ProviderGate }
 
