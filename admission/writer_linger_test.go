@@ -106,7 +106,14 @@ func TestWriterUrgentOutcomeEndsTheLinger(t *testing.T) {
 // load the writer never waits.
 func TestWriterFullRoundEndsTheLinger(t *testing.T) {
 	adm, q, w := lingerFixture(t, time.Minute)
-	for range 200 {
+	// A round lingers with the first before the others come. (A worker
+	// slow to take the first would take many at once, and a Done that read
+	// the queue's length before that take and the round's count after it
+	// would count them twice: the round, ended early, wrote fewer than 128,
+	// and the rest, fewer than a round, waited out the minute.)
+	give(t, adm, gate.Success)
+	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
+	for range 199 {
 		give(t, adm, gate.Success)
 	}
 	eventually(t, "a full round written before the linger's end", func() bool { return w.Stats().Written >= 128 })
