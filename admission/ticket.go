@@ -57,12 +57,12 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		a.pacer.Release(t.Source, paceOutcome(r.Outcome, r.Throttled))
 	}
 	if a.writer == nil {
-		return t.giveBackNow(ctx, r, false)
+		return t.giveBackNow(ctx, r)
 	}
 	if t.local() {
 		// Nothing to write to a store: the gates' local fallbacks granted
 		// both, so giving back here costs less than a hand-off.
-		return t.giveBackNow(context.WithoutCancel(ctx), r, false)
+		return t.giveBackNow(context.WithoutCancel(ctx), r)
 	}
 	o := r.Outcome
 	if t.Decision.Probe || o == gate.Failure || o == gate.Fatal {
@@ -93,10 +93,30 @@ func (t *Ticket) leased() bool {
 }
 
 // giveBackNow records the outcome with the breaker and gives the permit
-// back, both under ctx. written: the writer writes it, and the admission's
-// next question about the source waits for the Record only — not for the
-// observer, which may itself ask (a callback that starts a call).
-func (t *Ticket) giveBackNow(ctx context.Context, r Result, written bool) error {
+// back, both under ctx, then tells the observer: a give-back on the
+// caller's goroutine (no writer, or local gates).
+func (t *Ticket) giveBackNow(ctx context.Context, r Result) error {
+	a := t.a
+	o, u, recorded, err := t.giveBackGates(ctx, r, false)
+	if recorded {
+		// The observer last: it may itself start a call that asks for the
+		// source, and must find the breaker and the slot given back.
+		a.w.afterRecord(ctx, t.idx, o, u)
+	}
+	if err != nil && a.writer == nil {
+		a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
+	}
+	return err
+}
+
+// giveBackGates records the outcome with the breaker and gives the permit
+// back, both under ctx, and returns the outcome recorded, the breaker's
+// answer and whether there is one (recorded: the observer is to hear of
+// it; the caller tells it). written: the writer writes it, and the
+// admission's next question about the source waits for the Record and the
+// Finish only — not for the observer, which may itself ask (a callback that
+// starts a call).
+func (t *Ticket) giveBackGates(ctx context.Context, r Result, written bool) (gate.Outcome, gate.Update, bool, error) {
 	a := t.a
 	o := r.Outcome
 	if !o.Valid() {
@@ -116,22 +136,14 @@ func (t *Ticket) giveBackNow(ctx context.Context, r Result, written bool) error 
 	if written {
 		a.slotWritten(t)
 	}
-	// The observer last: it may itself start a call that asks for the
-	// source, and must find the breaker and the slot given back.
 	if err != nil {
 		errRecord = fmt.Errorf("record %s: %w", o, err)
-	} else {
-		a.w.afterRecord(ctx, t.idx, o, u)
 	}
 	if errRecord == nil && errPermit == nil {
-		return nil
+		return o, u, true, nil
 	}
-	err = fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
+	return o, u, errRecord == nil, fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
 		a.scope, t.Source, errors.Join(errRecord, errPermit))
-	if a.writer == nil {
-		a.log.Warn("pgw: giving back an admission failed", "scope", a.scope, "source", t.Source, "err", err)
-	}
-	return err
 }
 
 // paceOutcome is what an attempt's result says about upstream capacity.

@@ -209,13 +209,17 @@ func TestCancellationDuringAWaitReturnsCtxErrAtOnceHoldingNothing(t *testing.T) 
 		_, err := f.run(ctx, adm.NewCall(f.stall()), succeed)
 		done <- err
 	}()
-	<-sleeping
+	select {
+	case <-sleeping:
+	case err := <-done:
+		t.Fatalf("the call ended without waiting: %v", err)
+	}
 	assert.Zero(t, f.snapshot(t, "s1").ProbesInFlight, "no probe lease held while waiting")
 	f.assertNothingHeld(t)
 	queries := f.gate.queries()
 
 	cancel()
-	err = <-done
+	err = await(t, done, "the cancelled call's return")
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, queries, f.gate.queries(), "no further round after the cancellation")
 	f.assertNothingHeld(t)

@@ -124,7 +124,8 @@ type WriterStats struct {
 // and are written in no particular order, as concurrent calls' outcomes
 // always were;
 // the observer and the state-change log line see an outcome's effect once
-// it is written.
+// every outcome of its round is written (an observer that starts a call may
+// find the call waiting for one of them).
 type Writer struct {
 	q       chan pending
 	timeout time.Duration
@@ -315,6 +316,7 @@ func (w *Writer) work() {
 		timer = time.NewTimer(w.linger)
 		timer.Stop()
 	}
+	var gs []given
 	for {
 		var open bool
 		batch, open = w.round(batch[:0], timer)
@@ -346,10 +348,59 @@ func (w *Writer) work() {
 					rest = append(rest, p)
 				}
 			}
-			cs = w.write(a, batch[:n], cs)
+			cs, gs = w.write(a, batch[:n], cs, gs)
 			batch = append(batch[:0], rest...)
 		}
+		w.tell(gs)
+		clear(gs)
+		gs = gs[:0]
 	}
+}
+
+// given is an outcome a round wrote (or dropped), kept until the round's
+// end: see tell.
+type given struct {
+	a        *SourceAdmission
+	source   string
+	idx      int
+	values   context.Context // the caller's
+	o        gate.Outcome
+	u        gate.Update
+	recorded bool  // the breaker answered u: the observer hears of it
+	err      error // the write failed
+	dropped  bool  // Close gave up before its turn
+}
+
+// tell ends a round once every outcome of it is written: it tells the
+// observers what the breakers answered, then counts the outcomes. Not
+// before: an observer runs on the worker's goroutine and may start a call
+// (a callback that calls again when it hears a breaker open or close), and
+// that call's Pick may wait for an outcome of this very round (Pick's
+// ordering: a Failure of the source, in this scope or another), which this
+// worker alone would write — after the observer returned.
+func (w *Writer) tell(gs []given) {
+	ctx, cancel := context.WithTimeout(w.base, w.timeout)
+	for _, g := range gs {
+		if g.recorded {
+			g.a.w.afterRecord(valuesOf{Context: ctx, values: g.values}, g.idx, g.o, g.u)
+		}
+	}
+	cancel()
+	for _, g := range gs {
+		switch {
+		case g.dropped:
+			w.dropped.Add(1)
+		case g.err != nil:
+			w.failed.Add(1)
+			if w.rateOK(&w.lastFailLog) {
+				w.log.Warn("pgw: writing an outcome failed", "scope", g.a.scope, "source", g.source,
+					"err", g.err, "failed_total", w.failed.Load())
+			}
+		default:
+			w.written.Add(1)
+		}
+	}
+	w.unwritten.Add(-int64(len(gs)))
 }
 
 // round takes the next round of outcomes into batch: it waits for one and
@@ -423,12 +474,17 @@ func (w *Writer) take(batch []pending, urgent bool) ([]pending, bool, bool) {
 
 // write gives back one scope's outcomes: in one Conclude when the scope's
 // quota gate is a gate.Concluder that combines with its breaker, else one
-// by one. cs is scratch space, returned for reuse.
-func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) []gate.Conclusion {
+// by one. It appends what became of each to gs, for the round's end (tell).
+// cs is scratch space, returned for reuse.
+func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion, gs []given) ([]gate.Conclusion, []given) {
 	ctx, cancel := context.WithTimeout(w.base, w.timeout)
 	defer cancel()
 	wctx := valuesOf{Context: ctx, values: ps[0].ctx}
-	errs := make([]error, len(ps))
+	start := len(gs)
+	for _, p := range ps {
+		gs = append(gs, given{a: a, source: p.t.Source, idx: p.t.idx, values: p.ctx})
+	}
+	out := gs[start:]
 	concluded := false
 	if a.concluder != nil {
 		cs = cs[:0]
@@ -443,52 +499,33 @@ func (w *Writer) write(a *SourceAdmission, ps []pending, cs []gate.Conclusion) [
 			})
 		}
 		if concluded = a.concluder.Conclude(wctx, a.breaker, cs); concluded {
-			// The breaker has heard them: the admission may ask again
-			// before the observer hears of them (it may ask itself).
-			for _, p := range ps {
-				a.probeWritten(p.t)
-				a.slotWritten(p.t)
-			}
 			for i, p := range ps {
-				c := &cs[i]
+				c, g := &cs[i], &out[i]
 				if c.Err != nil {
-					errs[i] = fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, p.t.Source, c.Err)
+					g.err = fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w", a.scope, p.t.Source, c.Err)
 					continue
 				}
-				a.w.afterRecord(valuesOf{Context: ctx, values: p.ctx}, p.t.idx, c.Outcome, c.Update)
+				g.o, g.u, g.recorded = c.Outcome, c.Update, true
 			}
 		}
 	}
-	var dropped []bool
 	if !concluded {
-		dropped = make([]bool, len(ps))
 		for i, p := range ps {
+			g := &out[i]
 			if w.base.Err() != nil {
-				dropped[i] = true // Close gave up before its turn
+				g.dropped = true // Close gave up before its turn
 				continue
 			}
-			errs[i] = p.t.giveBackNow(valuesOf{Context: ctx, values: p.ctx}, p.r, true)
+			g.o, g.u, g.recorded, g.err = p.t.giveBackGates(valuesOf{Context: ctx, values: p.ctx}, p.r, true)
 		}
 	}
-	for i, p := range ps {
+	// The breaker has heard them (or never will): the admission may ask
+	// again before the observer hears of them (it may ask itself).
+	for _, p := range ps {
 		a.probeWritten(p.t)
 		a.slotWritten(p.t)
-		if dropped != nil && dropped[i] {
-			w.dropped.Add(1)
-			continue
-		}
-		if err := errs[i]; err != nil {
-			w.failed.Add(1)
-			if w.rateOK(&w.lastFailLog) {
-				w.log.Warn("pgw: writing an outcome failed", "scope", a.scope, "source", p.t.Source,
-					"err", err, "failed_total", w.failed.Load())
-			}
-			continue
-		}
-		w.written.Add(1)
 	}
-	w.unwritten.Add(-int64(len(ps)))
-	return cs
+	return cs, gs
 }
 
 // valuesOf is a write's context: the writer's deadline and cancellation,

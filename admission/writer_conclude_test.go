@@ -17,14 +17,26 @@ import (
 // queue up behind it.
 type batchQuota struct {
 	*memory.Quota
-	hold  chan struct{}
-	first sync.Once
-	mu    sync.Mutex
-	sizes []int
+	hold    chan struct{}
+	entered chan struct{} // closed when the first batch begins to wait, when not nil
+	release sync.Once
+	first   sync.Once
+	mu      sync.Mutex
+	sizes   []int
 }
 
+// let lets the first batch go; idempotent, so that a test's cleanup can
+// call it too: a test that fails before it lets the batch go must not leave
+// the writer's worker waiting, nor its Close.
+func (q *batchQuota) let() { q.release.Do(func() { close(q.hold) }) }
+
 func (q *batchQuota) Conclude(ctx context.Context, b gate.ProviderGate, cs []gate.Conclusion) bool {
-	q.first.Do(func() { <-q.hold })
+	q.first.Do(func() {
+		if q.entered != nil {
+			close(q.entered)
+		}
+		<-q.hold
+	})
 	q.mu.Lock()
 	q.sizes = append(q.sizes, len(cs))
 	q.mu.Unlock()
@@ -49,16 +61,16 @@ func TestWriterConcludesQueuedOutcomesInBatches(t *testing.T) {
 	require.NoError(t, err)
 	const n = 20
 	for i := range n {
-		tk, _, err := adm.Pick(context.Background(), nil, 1)
+		tk, _, err := adm.Pick(bounded(t), nil, 1)
 		require.NoError(t, err)
 		o := gate.Success
 		if i%2 == 1 {
 			o = gate.Released
 		}
-		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: o, Tokens: -1}))
+		require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: o, Tokens: -1}))
 	}
-	close(q.hold)
-	require.NoError(t, w.Close(context.Background()))
+	q.let()
+	require.NoError(t, w.Close(bounded(t)))
 	require.Equal(t, admission.WriterStats{Written: n}, w.Stats())
 	total, largest := 0, 0
 	for _, s := range q.sizes {

@@ -29,10 +29,8 @@ func lingerFixture(t *testing.T, linger time.Duration) (*admission.SourceAdmissi
 	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
 	require.NoError(t, err)
 	q := &batchQuota{Quota: mq, hold: make(chan struct{})}
-	close(q.hold)
-	w, err := admission.NewWriter(admission.WriterConfig{Linger: linger, Timeout: 2 * time.Minute, Queue: 1024})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	q.let()
+	w := newWriter(t, admission.WriterConfig{Linger: linger, Timeout: 2 * time.Minute, Queue: 1024})
 	adm, err := admission.New(admission.Config{
 		Scope: "CHAT", Sources: []admission.Source{{Name: "s1"}},
 		Breaker: b, Quota: q, Writer: w,
@@ -43,10 +41,10 @@ func lingerFixture(t *testing.T, linger time.Duration) (*admission.SourceAdmissi
 
 func give(t *testing.T, adm *admission.SourceAdmission, o gate.Outcome) {
 	t.Helper()
-	tk, _, err := adm.Pick(context.Background(), nil, 1)
+	tk, _, err := adm.Pick(bounded(t), nil, 1)
 	require.NoError(t, err)
 	require.NotNil(t, tk)
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: o, Tokens: -1}))
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: o, Tokens: -1}))
 }
 
 func (q *batchQuota) batches() []int {
@@ -108,7 +106,14 @@ func TestWriterUrgentOutcomeEndsTheLinger(t *testing.T) {
 // load the writer never waits.
 func TestWriterFullRoundEndsTheLinger(t *testing.T) {
 	adm, q, w := lingerFixture(t, time.Minute)
-	for range 200 {
+	// A round lingers with the first before the others come. (A worker
+	// slow to take the first would take many at once, and a Done that read
+	// the queue's length before that take and the round's count after it
+	// would count them twice: the round, ended early, wrote fewer than 128,
+	// and the rest, fewer than a round, waited out the minute.)
+	give(t, adm, gate.Success)
+	eventually(t, "a round lingers with the first", func() bool { return w.Lingering() == 1 })
+	for range 199 {
 		give(t, adm, gate.Success)
 	}
 	eventually(t, "a full round written before the linger's end", func() bool { return w.Stats().Written >= 128 })
@@ -137,7 +142,7 @@ func TestNewWriterRejectsALingerNotBelowTheTimeout(t *testing.T) {
 	require.ErrorContains(t, err, "0 for 250µs", "the error names the default that fits this Timeout")
 	w, err := admission.NewWriter(admission.WriterConfig{Timeout: time.Millisecond})
 	require.NoError(t, err, "the default linger shrinks to fit a short Timeout")
-	require.NoError(t, w.Close(context.Background()))
+	require.NoError(t, w.Close(bounded(t)))
 }
 
 // A probe's outcome, even a Success, is written without lingering, and
@@ -149,18 +154,18 @@ func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	require.NoError(t, err)
 	f := newFixture(t, withWriter(w), func(c *admission.Config) { c.Quota = mq })
 	// A round lingers with an earlier call's Success.
-	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	eventually(t, "a round lingers with it", func() bool { return w.Lingering() == 1 })
 	require.Zero(t, w.Stats().Written)
 
 	f.open(t, "s1")
 	f.clk.Advance(cooldown)
-	probe, _, err := f.adm.Pick(context.Background(), nil, 10)
+	probe, _, err := f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
 	require.True(t, probe.Decision.Probe)
-	require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	require.NoError(t, probe.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -168,7 +173,7 @@ func TestWriterProbeOutcomeDoesNotLinger(t *testing.T) {
 	require.NoError(t, err, "the next Pick waited for a lingering round")
 	require.NotNil(t, tk)
 	require.Equal(t, gate.Closed, tk.Decision.State, "the probe's Success closed the breaker")
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 }
 
 // A queue shorter than a full round (Queue below 128) fills before the
@@ -203,7 +208,7 @@ func TestWriterStatsCountALingeringRoundAsQueued(t *testing.T) {
 	give(t, adm, gate.Released)
 	give(t, adm, gate.Success)
 	require.Equal(t, admission.WriterStats{Queued: 3, Unwritten: 3}, w.Stats())
-	require.NoError(t, w.Close(context.Background()))
+	require.NoError(t, w.Close(bounded(t)))
 	require.Equal(t, admission.WriterStats{Written: 3}, w.Stats())
 }
 
@@ -226,14 +231,18 @@ func TestWriterLingerCloseAccountsForEveryOutcome(t *testing.T) {
 	const callers, each = 8, 200
 	var handed atomic.Int64
 	closing := make(chan struct{})
+	startClose := sync.OnceFunc(func() { close(closing) })
 	var wg sync.WaitGroup
 	for g := range callers {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			if g == 0 {
+				defer startClose() // a caller that failed early must not leave the test waiting
+			}
 			for i := range each {
 				if g == 0 && i == each/2 {
-					close(closing)
+					startClose()
 				}
 				tk, _, err := adm.Pick(ctx, nil, 1)
 				if !assert.NoError(t, err, "a Pick waited for a lingering round") || tk == nil {
@@ -334,10 +343,10 @@ func TestPickWaitsForItsOwnSlotNotYetTakenByARound(t *testing.T) {
 		assert.NoError(t, err)
 		picked <- tk
 	}()
-	<-q.refused
+	await(t, q.refused, "the source's refusal of the Pick")
 	eventually(t, "the refused Pick asked the writer to hurry", w.Hurried)
-	close(stalled.hold)
-	tk := <-picked
+	stalled.let()
+	tk := await(t, picked, "the refused Pick")
 	require.NotNil(t, tk, "Pick waited out the linger or was refused its own slot")
 	require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success, Tokens: -1}))
 }
@@ -355,7 +364,7 @@ func TestPickAsksAgainWhenItsSlotWasWrittenMeanwhile(t *testing.T) {
 	q := &refusalQuota{Quota: mq, refused: make(chan struct{}, 1)}
 	q.onRefuse = func() {
 		q.onRefuse = nil
-		close(stalled.hold)
+		stalled.let()
 		eventually(t, "both outcomes written", func() bool { return w.Stats().Written == 2 })
 	}
 	adm, err := admission.New(admission.Config{
@@ -363,10 +372,10 @@ func TestPickAsksAgainWhenItsSlotWasWrittenMeanwhile(t *testing.T) {
 	})
 	require.NoError(t, err)
 	give(t, adm, gate.Success) // queued behind the stalled write
-	tk, rej, err := adm.Pick(context.Background(), nil, 1)
+	tk, rej, err := adm.Pick(bounded(t), nil, 1)
 	require.NoError(t, err)
 	require.NotNil(t, tk, "refused a slot written meanwhile: %v", rej)
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success, Tokens: -1}))
 }
 
 // An observer that starts a call of the source when it hears the source's
@@ -407,14 +416,83 @@ func TestWriterObserverCallFindsTheProbesSlotFree(t *testing.T) {
 			give(t, adm, gate.Failure)
 			eventually(t, "the Failure opened the breaker", func() bool { return w.Stats().Written == 1 })
 			clk.Advance(2 * time.Minute)
-			probe, rej, err := adm.Pick(context.Background(), nil, 1)
+			probe, rej, err := adm.Pick(bounded(t), nil, 1)
 			require.NoError(t, err)
 			require.NotNil(t, probe, "%v", rej)
 			require.True(t, probe.Decision.Probe)
-			require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
-			tk := <-got
+			require.NoError(t, probe.Done(bounded(t), admission.Result{Outcome: gate.Success, Tokens: -1}))
+			tk := await(t, got, "the observer's call")
 			require.NotNil(t, tk, "the observer's call was refused the probe's slot")
-			require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: -1}))
+			require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success, Tokens: -1}))
+		})
+	}
+}
+
+// An observer that starts a call when it hears of a change hears of it
+// once every outcome of the writer's round is written. Its call may wait for
+// one of them — a Failure of the source, which Pick's ordering waits for —
+// and the worker that would write it is the observer's own goroutine: told
+// in the middle of the round, the call waited out its ctx. The round here
+// is two Failures of s1, given back Record by Record (no quota gate to
+// conclude them together), or a Failure of each of two scopes.
+func TestWriterObserverCallDoesNotWaitForItsOwnRound(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sameScope bool
+	}{
+		{"SameScope", true},
+		{"AnotherScope", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
+			stalled := holdTheWorker(t, w)
+			newScope := func(scope string, quota gate.QuotaGate, obs observe.Observer) *admission.SourceAdmission {
+				b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute})
+				require.NoError(t, err)
+				adm, err := admission.New(admission.Config{
+					Scope: scope, Sources: []admission.Source{{Name: "s1"}}, Breaker: b, Quota: quota,
+					Writer: w, Observer: obs,
+				})
+				require.NoError(t, err)
+				return adm
+			}
+			var asked *admission.SourceAdmission // the scope the observer's call asks
+			got := make(chan error, 1)
+			obs := observe.Funcs{StateChange: func(v observe.StateChange) {
+				if v.Scope != "CHAT" || v.To != gate.Open {
+					return
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), bound/2)
+				defer cancel()
+				_, _, err := asked.Pick(ctx, nil, 1)
+				select {
+				case got <- err:
+				default:
+				}
+			}}
+			var quota gate.QuotaGate // none: the writer gives each outcome back by itself
+			if !tc.sameScope {
+				mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {RPM: 1 << 20}})
+				require.NoError(t, err)
+				quota = mq // a Concluder: the scope's outcomes are given back together
+			}
+			chat := newScope("CHAT", quota, obs)
+			asked = chat
+			if !tc.sameScope {
+				asked = newScope("LATER", nil, nil)
+			}
+			// Both admitted before either is given back: the second waits
+			// for no Failure.
+			first, _, err := chat.Pick(bounded(t), nil, 1)
+			require.NoError(t, err)
+			second, _, err := asked.Pick(bounded(t), nil, 1)
+			require.NoError(t, err)
+			require.NoError(t, first.Done(bounded(t), admission.Result{Outcome: gate.Failure, Tokens: -1}))
+			require.NoError(t, second.Done(bounded(t), admission.Result{Outcome: gate.Failure, Tokens: -1}))
+			require.Equal(t, 2, w.Stats().Queued, "queued behind the held write: the next round takes both")
+			stalled.let()
+			require.NoError(t, await(t, got, "the observer's call"),
+				"the observer's call waited for an outcome of the round that told it")
 		})
 	}
 }
@@ -430,7 +508,7 @@ func (degradedBreaker) Degraded() bool { return true }
 func TestPickDoesNotWaitForItsSlotDuringAnOutage(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Linger: -1, Workers: 1})
 	stalled := holdTheWorker(t, w)
-	defer close(stalled.hold)
+	defer stalled.let()
 	b, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
 	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}})
@@ -468,19 +546,27 @@ func stalledWorker(t *testing.T, w *admission.Writer) (adm *admission.SourceAdmi
 }
 
 // holdTheWorker keeps w's only worker busy writing another scope's Failure
-// until the returned quota's hold is closed.
+// until the returned quota lets it go (let; the test's cleanup does too,
+// before it closes w).
+//
+// It returns once the worker is inside that write, its round over: an
+// outcome given back from then on waits in the queue. (The queue's being
+// empty does not tell: the worker may have taken the Failure and not yet
+// looked at the queue again, and would then write the next outcome in the
+// same round.)
 func holdTheWorker(t *testing.T, w *admission.Writer) *batchQuota {
 	t.Helper()
 	ob, err := memory.NewBreaker(gate.Policy{ConsecutiveFailures: 1000})
 	require.NoError(t, err)
 	oq, err := memory.NewQuota(map[string]gate.Limits{"x": {RPM: 1 << 20}})
 	require.NoError(t, err)
-	stalled := &batchQuota{Quota: oq, hold: make(chan struct{})}
+	stalled := &batchQuota{Quota: oq, hold: make(chan struct{}), entered: make(chan struct{})}
+	t.Cleanup(stalled.let) // runs before w's Close (newWriter's cleanup came first)
 	other, err := admission.New(admission.Config{
 		Scope: "OTHER", Sources: []admission.Source{{Name: "x"}}, Breaker: ob, Quota: stalled, Writer: w,
 	})
 	require.NoError(t, err)
 	give(t, other, gate.Failure)
-	eventually(t, "the worker writes the Failure", func() bool { return w.Stats().Queued == 0 })
+	await(t, stalled.entered, "the worker writes the Failure")
 	return stalled
 }

@@ -46,8 +46,56 @@ func newWriter(t *testing.T, cfg admission.WriterConfig) *admission.Writer {
 	t.Helper()
 	w, err := admission.NewWriter(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	t.Cleanup(func() { closeWriter(t, w) })
 	return w
+}
+
+// bound is how long a test waits for anything the writer should do at once
+// (a write, a Pick that waits for one) before it fails, instead of hanging
+// the test binary: generous, never reached by a test that passes.
+const bound = 30 * time.Second
+
+// closeWriter closes w at a test's end. A Close that does not return within
+// twice the bound — a write stuck on a gate that ignores its ctx, e.g. a
+// hold a failed test never released — fails the test with every
+// goroutine's stack instead of hanging the test binary, which would lose
+// the failure that led to it.
+func closeWriter(t *testing.T, w *admission.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		_ = w.Close(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * bound):
+		buf := make([]byte, 1<<20)
+		t.Errorf("the outcome writer's Close did not return within %v: a write is stuck\n%s",
+			2*bound, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// bounded is a ctx for a Pick or Done on an admission with a writer: Pick
+// may wait for the writer, which a test must not wait for forever.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// await receives from ch, or fails the test when nothing comes within the
+// bound: what the test waits for did not happen.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(bound):
+		t.Fatalf("%s: nothing within %v", what, bound)
+		panic("unreachable")
+	}
 }
 
 func withWriter(w *admission.Writer) fixtureOpt {
@@ -100,9 +148,9 @@ func TestWriterTimesOutEachWrite(t *testing.T) {
 	f := newFixture(t, withWriter(w), withBreaker(sg))
 	sg.ProviderGate = f.breaker
 	for range 3 {
-		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)
-		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+		require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	}
 	eventually(t, "three writes failed on their timeout", func() bool { return w.Stats().Failed == 3 })
 	require.Zero(t, w.Stats().Written)
@@ -117,20 +165,20 @@ func TestWriterFullQueueDropsAndCounts(t *testing.T) {
 	sg.ProviderGate = f.breaker
 	f.pacer.limit = map[string]int{"s1": 10}
 	pick := func() *admission.Ticket {
-		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)
 		require.NotNil(t, tk)
 		return tk
 	}
 	t1, t2, t3 := pick(), pick(), pick()
-	require.NoError(t, t1.Done(context.Background(), admission.Result{Outcome: gate.Success}))
-	<-sg.entered // the only worker holds t1's outcome
-	require.NoError(t, t2.Done(context.Background(), admission.Result{Outcome: gate.Success}))
-	err := t3.Done(context.Background(), admission.Result{Outcome: gate.Success})
+	require.NoError(t, t1.Done(bounded(t), admission.Result{Outcome: gate.Success}))
+	await(t, sg.entered, "the worker writes t1's outcome") // the only worker holds it
+	require.NoError(t, t2.Done(bounded(t), admission.Result{Outcome: gate.Success}))
+	err := t3.Done(bounded(t), admission.Result{Outcome: gate.Success})
 	require.ErrorIs(t, err, admission.ErrWriterFull)
 	require.EqualValues(t, 1, w.Stats().Dropped)
 	require.Equal(t, 1, w.Stats().Queued)
-	require.NoError(t, t3.Done(context.Background(), admission.Result{}), "Done acts once")
+	require.NoError(t, t3.Done(bounded(t), admission.Result{}), "Done acts once")
 	close(sg.hold)
 	eventually(t, "t1 and t2 written", func() bool { return w.Stats().Written == 2 })
 	require.Equal(t, 1, f.quota.held("s1"), "the dropped permit is left to its lease")
@@ -142,19 +190,19 @@ func TestWriterCloseFlushesWithinItsDeadline(t *testing.T) {
 	f := newFixture(t, withWriter(w))
 	f.pacer.limit = map[string]int{"s1": 100}
 	for range 50 {
-		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)
-		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+		require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	}
-	require.NoError(t, w.Close(context.Background()))
+	require.NoError(t, w.Close(bounded(t)))
 	require.Equal(t, admission.WriterStats{Written: 50}, w.Stats(), "Close wrote every queued outcome")
 	require.Zero(t, f.quota.held("s1"))
 
 	// After Close an outcome is dropped, not lost silently.
-	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
-	require.ErrorIs(t, tk.Done(context.Background(), admission.Result{}), admission.ErrWriterFull)
-	require.NoError(t, w.Close(context.Background()), "Close is idempotent")
+	require.ErrorIs(t, tk.Done(bounded(t), admission.Result{}), admission.ErrWriterFull)
+	require.NoError(t, w.Close(bounded(t)), "Close is idempotent")
 }
 
 func TestWriterCloseGivesUpAtItsDeadline(t *testing.T) {
@@ -165,11 +213,11 @@ func TestWriterCloseGivesUpAtItsDeadline(t *testing.T) {
 	sg.ProviderGate = f.breaker
 	f.pacer.limit = map[string]int{"s1": 10}
 	for range 3 {
-		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)
-		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+		require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	}
-	<-sg.entered
+	await(t, sg.entered, "the worker writes the first outcome")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	err = w.Close(ctx)
@@ -190,15 +238,15 @@ func TestWriterProbeOutcomeIsWrittenBeforeTheNextTryEnter(t *testing.T) {
 	f.open(t, "s1")
 	f.clk.Advance(cooldown)
 
-	probe, _, err := f.adm.Pick(context.Background(), nil, 10)
+	probe, _, err := f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
 	require.True(t, probe.Decision.Probe)
-	require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	require.NoError(t, probe.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 
 	// The next Pick waits for the probe's outcome…
 	got := make(chan *admission.Ticket, 1)
 	go func() {
-		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		if err != nil {
 			tk = nil
 		}
@@ -210,11 +258,11 @@ func TestWriterProbeOutcomeIsWrittenBeforeTheNextTryEnter(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(sg.hold) // …and is admitted once it is written.
-	tk := <-got
+	tk := await(t, got, "the Pick after the probe")
 	require.NotNil(t, tk)
 	require.False(t, tk.Decision.Probe)
 	require.Equal(t, gate.Closed, tk.Decision.State)
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 
 	// A caller whose ctx ends during that wait gets ctx's error.
 	sg = &stallGate{hold: make(chan struct{})}
@@ -222,10 +270,10 @@ func TestWriterProbeOutcomeIsWrittenBeforeTheNextTryEnter(t *testing.T) {
 	sg.ProviderGate = f.breaker
 	f.open(t, "s1")
 	f.clk.Advance(cooldown)
-	probe, _, err = f.adm.Pick(context.Background(), nil, 10)
+	probe, _, err = f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
 	require.True(t, probe.Decision.Probe)
-	require.NoError(t, probe.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+	require.NoError(t, probe.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	_, _, err = f.adm.Pick(ctx, nil, 10)
@@ -240,12 +288,12 @@ func TestWriterStartsNoGoroutinePerCall(t *testing.T) {
 	f := newFixture(t, withWriter(w))
 	f.pacer.limit = map[string]int{"s1": 1 << 20}
 	for range 1000 {
-		tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)
-		require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
+		require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), before+4)
-	require.NoError(t, w.Close(context.Background()))
+	require.NoError(t, w.Close(bounded(t)))
 	require.EqualValues(t, 1000, w.Stats().Written)
 	if !assertEventually(func() bool { return runtime.NumGoroutine() <= before }) {
 		buf := make([]byte, 1<<16)
@@ -276,7 +324,7 @@ func TestIsWriteTellsTheWritersContext(t *testing.T) {
 	sg := &stallGate{}
 	f := newFixture(t, withWriter(w), withBreaker(sg))
 	sg.ProviderGate = f.breaker
-	ctx := context.Background()
+	ctx := bounded(t)
 	require.False(t, admission.IsWrite(ctx))
 	tk, _, err := f.adm.Pick(ctx, nil, 10)
 	require.NoError(t, err)
@@ -308,11 +356,11 @@ func TestWriterSkippedForLocalGiveBacks(t *testing.T) {
 		c.Quota = localQuota{c.Quota}
 	})
 	lb.ProviderGate = f.breaker
-	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
 	require.NotNil(t, tk)
 	require.Equal(t, 1, fq.held("s1"))
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success, Tokens: 7}))
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success, Tokens: 7}))
 	require.Zero(t, fq.held("s1"), "given back before Done returned")
 	require.EqualValues(t, 7, fq.tokens("s1"))
 	require.Equal(t, admission.WriterStats{}, w.Stats(), "the writer saw nothing")
@@ -326,10 +374,10 @@ func TestWriterStatsCountAnOutcomeBeingWrittenAsUnwritten(t *testing.T) {
 	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
 	f := newFixture(t, withWriter(w), withBreaker(sg))
 	sg.ProviderGate = f.breaker
-	tk, _, err := f.adm.Pick(context.Background(), nil, 10)
+	tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
-	require.NoError(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}))
-	<-sg.entered // the worker is writing it
+	require.NoError(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}))
+	await(t, sg.entered, "the worker writes it")
 	s := w.Stats()
 	require.Zero(t, s.Queued, "taken from the queue")
 	require.Equal(t, 1, s.Unwritten, "but not written yet")
@@ -338,9 +386,9 @@ func TestWriterStatsCountAnOutcomeBeingWrittenAsUnwritten(t *testing.T) {
 	require.Zero(t, w.Stats().Unwritten)
 
 	// A dropped outcome is never counted as unwritten.
-	require.NoError(t, w.Close(context.Background()))
-	tk, _, err = f.adm.Pick(context.Background(), nil, 10)
+	require.NoError(t, w.Close(bounded(t)))
+	tk, _, err = f.adm.Pick(bounded(t), nil, 10)
 	require.NoError(t, err)
-	require.ErrorIs(t, tk.Done(context.Background(), admission.Result{Outcome: gate.Success}), admission.ErrWriterFull)
+	require.ErrorIs(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}), admission.ErrWriterFull)
 	require.Equal(t, admission.WriterStats{Written: 1, Dropped: 1}, w.Stats())
 }
