@@ -542,8 +542,20 @@ func TestConcurrentAnswersReportOneChainOfRealStates(t *testing.T) {
 		assert.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Released}))
 	}
 
+	// What the run must have done whatever the scheduling: worker 0's own
+	// Picks after each of its 8 overrides see them (8 changes), and the
+	// failures trip the breaker at least once on their own. How many more
+	// changes the racing workers see depends on how the scheduler
+	// interleaves them (18 to over 80 under load).
 	ch := ev.changes()
-	require.Greater(t, len(ch), 30, "the run must have moved the breaker (the 8 overrides alone make 8 changes)")
+	require.GreaterOrEqual(t, len(ch), 8, "the 8 overrides alone make 8 changes")
+	trips := 0
+	for _, c := range ch {
+		if c.To == gate.Open && c.Forced == gate.ForceNone {
+			trips++
+		}
+	}
+	require.Positive(t, trips, "the failures tripped the breaker")
 	from, fromForced, gen := gate.Closed, gate.ForceNone, uint64(0)
 	for k, c := range ch {
 		assert.Equal(t, from, c.From, "change %d: From is the previous To", k)
