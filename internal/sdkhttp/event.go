@@ -238,12 +238,21 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 // the answer failed upstream after its headers said 200. creds are redacted
 // from its message.
 func eventError(body json.RawMessage, creds []string) error {
+	return errorFailure(body, creds, "in the stream: ", "an error event in the stream")
+}
+
+// errorFailure is eventError for an error value sent where an answer was
+// due: where prefixes the message, none stands for a missing one. The value
+// is an object of "type", "code" and "message", or the message itself.
+func errorFailure(body json.RawMessage, creds []string, where, none string) error {
 	var obj struct {
 		Type    string `json:"type"`
 		Code    any    `json:"code"`
 		Message string `json:"message"`
 	}
-	_ = json.Unmarshal(body, &obj)
+	if json.Unmarshal(body, &obj) != nil {
+		_ = json.Unmarshal(body, &obj.Message) // "error": "text"
+	}
 	status := http.StatusInternalServerError
 	code := fmt.Sprint(obj.Code)
 	switch {
@@ -254,12 +263,12 @@ func eventError(body json.RawMessage, creds []string) error {
 	}
 	msg := obj.Message
 	if msg == "" {
-		msg = "an error event in the stream"
+		msg = none
 	}
 	if obj.Type != "" {
 		msg += " (" + obj.Type + ")"
 	}
-	return &errs.HTTPError{StatusCode: status, Message: "in the stream: " + string(provider.RedactCredentials([]byte(msg), creds))}
+	return &errs.HTTPError{StatusCode: status, Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
 }
 
 // contentKeys hold a piece of the answer when their value is a non-empty
