@@ -208,7 +208,7 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 			errBody = ev.Response.Error
 		}
 		creds := provider.Credentials(e.Source)
-		it.Raw = provider.RedactCredentials(it.Raw, creds)
+		it.Raw = redactEvent(it.Raw, creds)
 		it.Err, it.Terminal, e.ended = eventError(errBody, creds), true, true
 		return it
 	case terminalTypes[kind]:
@@ -231,6 +231,32 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 		it.Content = true
 	}
 	return it
+}
+
+// redactEvent redacts creds from a raw event line by line, each data
+// line's payload on its own: one that is JSON stays JSON for the SDK that
+// parses it (provider.RedactCredentials).
+func redactEvent(raw []byte, creds []string) []byte {
+	var out []byte
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line = raw[:i+1]
+		}
+		raw = raw[len(line):]
+		body := bytes.TrimRight(line, "\r\n")
+		head := 0
+		if bytes.HasPrefix(body, []byte("data:")) {
+			head = len("data:")
+			if len(body) > head && body[head] == ' ' {
+				head++
+			}
+		}
+		out = append(out, body[:head]...)
+		out = append(out, provider.RedactCredentials(bytes.Clone(body[head:]), creds)...)
+		out = append(out, line[len(body):]...)
+	}
+	return out
 }
 
 // eventError turns an error event's error object into the failure it
