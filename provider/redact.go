@@ -13,7 +13,8 @@ import (
 // number that shows one becomes the string "[redacted]" — a plain byte
 // replacement would leave [redacted] unquoted where the number was. Any
 // other text is redacted byte by byte. b is returned as it is when no
-// credential occurs in it; it may be modified in place otherwise.
+// credential occurs in it, and is never modified: a redacted body is a new
+// slice.
 func RedactCredentials(b []byte, creds []string) []byte {
 	if len(creds) == 0 || !mayHold(b, creds) {
 		return b

@@ -17,9 +17,10 @@ var errorKey = []byte(`"error"`)
 // resource by an "object" field, the failure that error reports, as an
 // error event of a stream does: a fine-tuning job or a background response
 // says in "error" how it failed, and is an answer all the same. Any other
-// answer is returned as it is; it costs one bytes.Contains.
+// answer is returned as it is, and without decoding it when it shows no
+// "error" key but with the value null (the Responses API's success).
 func AnswerError(raw []byte, src config.Source) ([]byte, error) {
-	if !bytes.Contains(raw, errorKey) {
+	if !mayCarryError(raw) {
 		return raw, nil
 	}
 	var top struct {
@@ -42,4 +43,23 @@ func AnswerError(raw []byte, src config.Source) ([]byte, error) {
 func present(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) > 0 && !bytes.Equal(v, []byte("null"))
+}
+
+// mayCarryError reports whether raw has an "error" string followed by
+// anything but a colon and null: only then is it decoded.
+func mayCarryError(raw []byte) bool {
+	for {
+		i := bytes.Index(raw, errorKey)
+		if i < 0 {
+			return false
+		}
+		raw = raw[i+len(errorKey):]
+		rest := bytes.TrimLeft(raw, " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue // a value "error", not a key
+		}
+		if !bytes.HasPrefix(bytes.TrimLeft(rest[1:], " \t\r\n"), []byte("null")) {
+			return true
+		}
+	}
 }

@@ -23,6 +23,8 @@ func TestAnAnswerWithAnErrorObject(t *testing.T) {
 	}{
 		{"no error", `{"id":"c1","choices":[{"message":{"content":"say \"error\" 12345678"}}]}`, `{"id":"c1","choices":[{"message":{"content":"say \"error\" 12345678"}}]}`, 0, ""},
 		{"null error", `{"object":"response","error":null,"n":12345678}`, `{"object":"response","error":null,"n":12345678}`, 0, ""},
+		{"spaced null error", `{"object":"response", "error" :  null}`, `{"object":"response", "error" :  null}`, 0, ""},
+		{"anthropic error", `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, 529, "in a 200 answer: busy (overloaded_error)"},
 		{"nested error", `{"data":[{"error":{"message":"x"}}]}`, `{"data":[{"error":{"message":"x"}}]}`, 0, ""},
 		{"error object", `{"error":{"message":"key sk-key-0123","type":"server_error","account":12345678}}`, `{"error":{"message":"key [redacted]","type":"server_error","account":"[redacted]"}}`, 500, "in a 200 answer: key [redacted] (server_error)"},
 		{"rate limit", `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, 429, "in a 200 answer: slow down"},

@@ -253,7 +253,7 @@ func redactEvent(raw []byte, creds []string) []byte {
 			}
 		}
 		out = append(out, body[:head]...)
-		out = append(out, provider.RedactCredentials(bytes.Clone(body[head:]), creds)...)
+		out = append(out, provider.RedactCredentials(body[head:], creds)...)
 		out = append(out, line[len(body):]...)
 	}
 	return out
