@@ -63,7 +63,13 @@ const SDKVerdictStatus = http.StatusFailedDependency
 // with backoff; 400, 404, 413 and 422 are the request's fault and are
 // returned to the SDK at once, as the upstream sent them. A JSON answer is
 // read whole within the attempt (a cut body fails over) and settles the
-// quota with its usage. An event stream (text/event-stream) is read ahead to
+// quota with its usage; one whose top level holds an "error" that is not
+// null (some OpenAI-compatible servers answer 200 so) is the source's
+// failure, as an error event is, unless it names a resource by an "object"
+// field (a failed fine-tuning job, a background response), which is an
+// answer. Every error body the SDK gets, the upstream's or such a resource,
+// shows none of the source's credentials (its key, its BASE_URL's query
+// values), and a JSON one is JSON still. An event stream (text/event-stream) is read ahead to
 // its first event that carries content before the response is returned, so
 // a source that fails before it is retried; after it the SDK reads the
 // events as they come and the call holds its admission until the body is

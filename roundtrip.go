@@ -271,6 +271,10 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 		if err != nil {
 			return nil, fmt.Errorf("pgw: source %q: reading the answer: %w", src.Name, redactErr(err, target))
 		}
+		b, failed := sdkhttp.AnswerError(b, src)
+		if failed != nil && isJSON(ct) {
+			return nil, failed
+		}
 		it := sdkhttp.Item{Raw: b, Content: true, Terminal: true}
 		if isJSON(ct) {
 			it.Usage = sdkhttp.JSONUsage(b)

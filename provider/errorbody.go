@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -106,15 +105,6 @@ func Credentials(src config.Source) []string {
 	}
 	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
-}
-
-// RedactCredentials returns b with each of creds (Credentials) replaced by
-// Redacted.
-func RedactCredentials(b []byte, creds []string) []byte {
-	for _, c := range creds {
-		b = bytes.ReplaceAll(b, []byte(c), []byte(Redacted))
-	}
-	return b
 }
 
 func parseError(p config.Provider, status int, body []byte, secrets []string) ErrorBody {

@@ -208,7 +208,7 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 			errBody = ev.Response.Error
 		}
 		creds := provider.Credentials(e.Source)
-		it.Raw = provider.RedactCredentials(it.Raw, creds)
+		it.Raw = redactEvent(it.Raw, creds)
 		it.Err, it.Terminal, e.ended = eventError(errBody, creds), true, true
 		return it
 	case terminalTypes[kind]:
@@ -233,17 +233,52 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 	return it
 }
 
+// redactEvent redacts creds from a raw event line by line, each data
+// line's payload on its own: one that is JSON stays JSON for the SDK that
+// parses it (provider.RedactCredentials).
+func redactEvent(raw []byte, creds []string) []byte {
+	var out []byte
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line = raw[:i+1]
+		}
+		raw = raw[len(line):]
+		body := bytes.TrimRight(line, "\r\n")
+		head := 0
+		if bytes.HasPrefix(body, []byte("data:")) {
+			head = len("data:")
+			if len(body) > head && body[head] == ' ' {
+				head++
+			}
+		}
+		out = append(out, body[:head]...)
+		out = append(out, provider.RedactCredentials(body[head:], creds)...)
+		out = append(out, line[len(body):]...)
+	}
+	return out
+}
+
 // eventError turns an error event's error object into the failure it
 // reports: a rate limit is a 429, an overload a 529, anything else a 500 —
 // the answer failed upstream after its headers said 200. creds are redacted
 // from its message.
 func eventError(body json.RawMessage, creds []string) error {
+	return errorFailure(body, creds, "in the stream: ", "an error event in the stream")
+}
+
+// errorFailure is eventError for an error value sent where an answer was
+// due: where prefixes the message, none stands for a missing one. The value
+// is an object of "type", "code" and "message", or the message itself.
+func errorFailure(body json.RawMessage, creds []string, where, none string) error {
 	var obj struct {
 		Type    string `json:"type"`
 		Code    any    `json:"code"`
 		Message string `json:"message"`
 	}
-	_ = json.Unmarshal(body, &obj)
+	if json.Unmarshal(body, &obj) != nil {
+		_ = json.Unmarshal(body, &obj.Message) // "error": "text"
+	}
 	status := http.StatusInternalServerError
 	code := fmt.Sprint(obj.Code)
 	switch {
@@ -254,12 +289,12 @@ func eventError(body json.RawMessage, creds []string) error {
 	}
 	msg := obj.Message
 	if msg == "" {
-		msg = "an error event in the stream"
+		msg = none
 	}
 	if obj.Type != "" {
 		msg += " (" + obj.Type + ")"
 	}
-	return &errs.HTTPError{StatusCode: status, Message: "in the stream: " + string(provider.RedactCredentials([]byte(msg), creds))}
+	return &errs.HTTPError{StatusCode: status, Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
 }
 
 // contentKeys hold a piece of the answer when their value is a non-empty

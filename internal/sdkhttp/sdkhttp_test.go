@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/sdkhttp"
 )
@@ -136,4 +137,16 @@ func TestModelIsRewrittenInPlace(t *testing.T) {
 	assert.False(t, ok)
 	_, _, ok = sdkhttp.ModelSpan([]byte(`[1,2]`))
 	assert.False(t, ok)
+}
+
+// An error event that echoes a numeric credential as a number is handed on
+// with each data line still JSON, and the credential nowhere.
+func TestAnErrorEventWithANumericCredentialStaysJSON(t *testing.T) {
+	e := events("event: error\r\ndata: {\"error\":{\"message\":\"account 12345678\",\"account\":12345678}}\r\n\r\n")
+	e.Source = config.Source{Name: "a", BaseURL: "https://h.example/v1?account=12345678"}
+	it, err := e.Recv()
+	require.NoError(t, err)
+	require.Error(t, it.Err)
+	assert.Equal(t, "event: error\r\ndata: {\"error\":{\"message\":\"account [redacted]\",\"account\":\"[redacted]\"}}\r\n\r\n", string(it.Raw))
+	assert.NotContains(t, it.Err.Error(), "12345678")
 }
