@@ -354,7 +354,8 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		if a.probes != nil && a.probes[i].n.Load() > 0 && !a.storeOut() {
 			// This admission's own outcome that may move the source's
 			// breaker (a probe's, a failure) is still in the writer: the
-			// breaker must hear it before the next question.
+			// breaker must hear it before the next question. (Only those
+			// queued by now: later ones do not lengthen the wait.)
 			if err := a.probes[i].wait(ctx); err != nil {
 				return nil, rej, err
 			}
@@ -519,38 +520,56 @@ func (a *SourceAdmission) storeOut() bool {
 }
 
 // probeWait tracks the outcomes of one source that wait in the writer and
-// may move its breaker: a probe's, a Failure, a Fatal.
+// may move its breaker: a probe's, a Failure, a Fatal. Each is numbered as
+// it is queued; a wait is for the outcomes numbered up to the last one
+// queued when it began, so that outcomes other calls give back during it
+// do not stretch it.
 type probeWait struct {
-	n  atomic.Int32 // outcomes queued and not yet written; read without mu
-	mu sync.Mutex
-	ch chan struct{} // closed when n drops to 0
+	n       atomic.Int32 // outcomes queued and not yet written; read without mu
+	mu      sync.Mutex
+	queued  uint64        // the number of the last outcome queued (from 1)
+	first   uint64        // the number of done[0]: every outcome before it is written
+	done    []bool        // by number from first: written (never done[0] while not empty)
+	ch      chan struct{} // closed when first grows; nil: none waits
+	waiting int           // admissions in wait (ProbeWaiting, for tests)
 }
 
-// wait returns when no such outcome of the source waits in the writer, or
-// with ctx's error when ctx ends first.
+// wait returns when every such outcome of the source queued before it
+// began has been written (or failed, or dropped), or with ctx's error when
+// ctx ends first.
 func (p *probeWait) wait(ctx context.Context) error {
 	p.mu.Lock()
-	ch := p.ch
-	p.mu.Unlock()
-	if ch == nil {
-		return nil
+	last := p.queued
+	p.waiting++
+	defer func() { p.waiting--; p.mu.Unlock() }()
+	for p.first <= last && len(p.done) > 0 {
+		if p.ch == nil {
+			p.ch = make(chan struct{})
+		}
+		ch := p.ch
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			return ctx.Err()
+		}
+		p.mu.Lock()
 	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // probeQueued notes that t's outcome, one that may move the breaker, goes
-// to the writer.
+// to the writer, and numbers it.
 func (a *SourceAdmission) probeQueued(t *Ticket) {
 	p := &a.probes[t.idx]
 	p.mu.Lock()
-	if p.ch == nil {
-		p.ch = make(chan struct{})
+	p.queued++
+	if len(p.done) == 0 {
+		p.first = p.queued
 	}
+	t.seq = p.queued
+	p.done = append(p.done, false)
 	p.n.Add(1)
 	p.mu.Unlock()
 }
@@ -564,10 +583,24 @@ func (a *SourceAdmission) probeWritten(t *Ticket) {
 	t.ordered = false
 	p := &a.probes[t.idx]
 	p.mu.Lock()
-	if p.n.Add(-1) == 0 {
-		close(p.ch)
-		p.ch = nil
+	p.done[t.seq-p.first] = true
+	k := 0
+	for k < len(p.done) && p.done[k] {
+		k++
 	}
+	if k > 0 {
+		p.first += uint64(k)
+		if k == len(p.done) {
+			p.done = p.done[:0]
+		} else {
+			p.done = p.done[k:]
+		}
+		if p.ch != nil {
+			close(p.ch)
+			p.ch = nil
+		}
+	}
+	p.n.Add(-1)
 	p.mu.Unlock()
 }
 

@@ -8,3 +8,18 @@ func (w *Writer) Lingering() int { return int(w.held.Load()) }
 // Hurried reports whether the next round is to be written without
 // lingering (an admission asked for its slot).
 func (w *Writer) Hurried() bool { return w.hurry.Load() }
+
+// ProbeWaiting is how many admissions wait for source's outcomes that may
+// move its breaker to be written (Pick's ordering). For tests that need a
+// Pick to be in that wait before they go on.
+func (a *SourceAdmission) ProbeWaiting(source string) int {
+	for i, s := range a.sel.sources {
+		if s.Name == source && a.probes != nil {
+			p := &a.probes[i]
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.waiting
+		}
+	}
+	return 0
+}

@@ -27,8 +27,9 @@ type Ticket struct {
 	permit    gate.Permit
 	hasPermit bool
 	paced     bool
-	ordered   bool // its outcome, in the writer, holds Pick back (probeWait)
-	slotted   bool // its outcome, in the writer, frees an in-flight slot (slotWait)
+	ordered   bool   // its outcome, in the writer, holds Pick back (probeWait)
+	seq       uint64 // its number among the source's such outcomes (probeWait)
+	slotted   bool   // its outcome, in the writer, frees an in-flight slot (slotWait)
 	done      atomic.Bool
 }
 

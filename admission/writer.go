@@ -114,10 +114,11 @@ type WriterStats struct {
 // Fatal — is written before the same admission asks the breaker about that
 // source again: while one waits in the writer, Pick waits for it (bounded by
 // the caller's ctx), so a process never sees its own probe as still in
-// flight, nor retries a source its own failure just opened. During an
-// outage of the store (the breaker is a Degrader reporting one) Pick does
-// not wait: the local fallback that answers then is not the gate the
-// outcome goes to. An admission that its source refuses an in-flight slot
+// flight, nor retries a source its own failure just opened. The wait is for
+// those queued before it began: the ones other calls give back meanwhile do
+// not lengthen it. During an outage of the store (the breaker is a Degrader
+// reporting one) Pick does not wait: the local fallback that answers then
+// is not the gate the outcome goes to. An admission that its source refuses an in-flight slot
 // while one of its own outcomes that frees one waits in the writer ends a
 // lingering round, waits for that write and asks the source again. Other
 // outcomes (a Closed admission's Success or Released) cannot move the state
