@@ -20,7 +20,7 @@ import (
 // — its key, its URL's query — through the governed http client: neither
 // shows in the SDK's answer, the observer's records or the logs.
 func TestHTTPClientStreamErrorEventShowsNoCredential(t *testing.T) {
-	const key, token = "sk-live-0123456789", "tok-9876543210"
+	const key, token = echoKey, echoToken
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		if r.Header.Get("X-Content-First") != "" {
@@ -29,28 +29,9 @@ func TestHTTPClientStreamErrorEventShowsNoCredential(t *testing.T) {
 		fmt.Fprintf(w, "data: {\"error\":{\"message\":\"bad key %s for %s\",\"type\":\"server_error\"}}\n\n", r.Header.Get("Authorization"), r.URL.RawQuery)
 	}))
 	t.Cleanup(up.Close)
-	logs := &syncBuffer{}
-	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw, rec := newGateway(t, map[string]string{
-		"PGW_SCOPES":         "CHAT",
-		"CHAT__SOURCES":      "a",
-		"CHAT__A__BASE_URL":  up.URL + "/v1?token=" + token,
-		"CHAT__A__API_KEY":   key,
-		"CHAT__MAX_ATTEMPTS": "1",
-	}, pgw.WithLogger(l))
+	gw, rec, logs := echoedGateway(t, up.URL)
 	body := readBody(t, post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(true)))
-	require.Contains(t, body, "redacted", "the upstream's text reaches the SDK, redacted")
-	assert.NotContains(t, body, key)
-	assert.NotContains(t, body, token)
-	atts := rec.Attempts()
-	require.NotEmpty(t, atts)
-	for _, a := range atts {
-		require.Error(t, a.Err)
-		assert.NotContains(t, a.Err.Error(), key)
-		assert.NotContains(t, a.Err.Error(), token)
-	}
-	assert.NotContains(t, logs.String(), key)
-	assert.NotContains(t, logs.String(), token)
+	requireNoEchoedCredential(t, body, rec, logs)
 
 	// After content the error event is passed on as the upstream sent it,
 	// but for the credentials.
@@ -85,7 +66,7 @@ func (e *sdkStatusError) RawJSON() string { return e.body }
 // whose Message shows none of the source's credentials, the BASE_URL's
 // query values as well as the key.
 func TestASDKErrorsDescriptionShowsNoCredential(t *testing.T) {
-	const key, token = "sk-live-0123456789", "tok-9876543210"
+	const key, token = echoKey, echoToken
 	gw, _ := newGateway(t, map[string]string{
 		"PGW_SCOPES":        "CHAT",
 		"CHAT__SOURCES":     "a",
@@ -136,5 +117,45 @@ func TestATransportErrorAfterARedirectShowsNoCredential(t *testing.T) {
 			require.Error(t, a.Err, p)
 			assert.NotContains(t, a.Err.Error(), token, p)
 		}
+	}
+}
+
+// echoKey and echoToken are the credentials of echoedGateway's source: its
+// API key and a value of its BASE_URL's query.
+const echoKey, echoToken = "sk-live-0123456789", "tok-9876543210"
+
+// echoedGateway is a CHAT scope of one source on the upstream at url, with
+// echoKey as its key, echoToken in its BASE_URL's query and one attempt per
+// call, logging at Debug into the buffer it returns.
+func echoedGateway(t *testing.T, url string) (*pgw.GatewayClient, *recorder, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	gw, rec := newGateway(t, map[string]string{
+		"PGW_SCOPES":         "CHAT",
+		"CHAT__SOURCES":      "a",
+		"CHAT__A__BASE_URL":  url + "/v1?token=" + echoToken,
+		"CHAT__A__API_KEY":   echoKey,
+		"CHAT__MAX_ATTEMPTS": "1",
+	}, pgw.WithLogger(l))
+	return gw, rec, logs
+}
+
+// requireNoEchoedCredential checks a failed call of echoedGateway whose
+// upstream echoed its credentials: the SDK's body shows the upstream's text
+// redacted, and neither credential is in that body, in any attempt's error
+// (every attempt failed) or in the logs.
+func requireNoEchoedCredential(t *testing.T, body string, rec *recorder, logs *syncBuffer) {
+	t.Helper()
+	require.Contains(t, body, "redacted", "the upstream's text reaches the SDK, redacted")
+	atts := rec.Attempts()
+	require.NotEmpty(t, atts)
+	for _, c := range []string{echoKey, echoToken} {
+		assert.NotContains(t, body, c)
+		for _, a := range atts {
+			require.Error(t, a.Err)
+			assert.NotContains(t, a.Err.Error(), c)
+		}
+		assert.NotContains(t, logs.String(), c)
 	}
 }
