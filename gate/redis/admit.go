@@ -8,11 +8,12 @@ import (
 )
 
 // scriptAdmit is TryEnter, Acquire and the budget's take in one script
-// (lua/admit.lua): TryEnter's prelude and body wrapped in a function for
-// whatever its fast path does not decide, the budget's rules in a function
-// that defines them only when a budget is asked.
+// (lua/admit.lua): first the common case decided on its own
+// (lua/admit_fast.lua), then TryEnter's prelude and body wrapped in a
+// function for whatever its fast path does not decide, the budget's rules
+// in a function that defines them only when a budget is asked.
 var (
-	scriptAdmitSrc = lua("clock.lua", "fast.lua", "quota_common.lua") +
+	scriptAdmitSrc = mustRead("lua/admit_fast.lua") + lua("clock.lua", "fast.lua", "quota_common.lua") +
 		"local function budget_lib()\n" + mustRead("lua/budget_common.lua") +
 		"\nreturn { load = budget_load, check = budget_check, take = budget_take }\nend\n" +
 		body("try_enter_body", "common.lua", "try_enter.lua") + mustRead("lua/admit.lua")
