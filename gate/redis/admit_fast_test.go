@@ -97,7 +97,7 @@ func randomAdmitCase(r *rand.Rand, now int64, ttlMS int64) admitCase {
 		set("seq", pick("", "1767322000000001"))
 		set("fo", pick("", "1", "2", "0"))
 		set("x", pick("", us(ttlMS*1000/4), us(ttlMS*1000*3/4), us(ttlMS*1000)))
-		set("cf", pick("", "0", "2"))
+		set("cf", pick("", "2", "0"))
 		set("cd", pick("", "5000000"))
 		set("ou", pick("", us(-1), us(5_000_000)))
 		if r.IntN(2) == 0 {

@@ -11,6 +11,7 @@ import (
 )
 
 // scriptConclude is Record and Finish in one script (lua/conclude.lua):
+// first the common case decided on its own (lua/conclude_fast.lua), then
 // Record's prelude and body wrapped in a function for whatever its fast
 // path does not decide, after the quota's prelude. One call concludes one
 // admission, or a run of one source's Successes and Releaseds: what the
@@ -19,7 +20,7 @@ import (
 // script, so that a server that lost its scripts refuses both alike and a
 // source's outcomes are run again in their order (Conclude).
 var (
-	scriptConcludeSrc = lua("clock.lua", "fast.lua", "quota_common.lua") +
+	scriptConcludeSrc = mustRead("lua/conclude_fast.lua") + lua("clock.lua", "fast.lua", "quota_common.lua") +
 		body("record_body", "common.lua", "record.lua") + mustRead("lua/conclude.lua")
 	scriptConclude = newLua(scriptConcludeSrc)
 )
