@@ -128,6 +128,8 @@ func statusOf(errType string) int {
 		return http.StatusBadRequest
 	case "authentication_error":
 		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
 	case "permission_error":
 		return http.StatusForbidden
 	case "not_found_error":

@@ -65,8 +65,10 @@
 // that ends before message_stop and before the stop reason is a
 // *StreamCutError; an error event is a
 // *transport.HTTPError with the status its error type stands for (529 for
-// overloaded_error, 429 for rate_limit_error, …), so it is classified like
-// the same error sent as a status.
+// overloaded_error, 429 for rate_limit_error, 402 for billing_error, …), so
+// it is classified like the same error sent as a status; one whose type
+// says the credit is spent (credit_balance_too_low) is fatal, as it is sent
+// as a status.
 //
 // # OCR
 //

@@ -25,10 +25,12 @@ func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTP
 }
 
 // upstreamError turns the value of an "error" field sent inside a 2xx
-// answer (an error event of a stream, or a JSON body) into *UpstreamError.
+// answer (an error event of a stream, or a JSON body) into *UpstreamError,
+// which knows whether the error says the quota is spent.
 func upstreamError(src transport.Source, errField json.RawMessage) *UpstreamError {
 	body := append(append([]byte(`{"error":`), errField...), '}')
-	return &UpstreamError{Source: src.Name, Message: provider.ParseSourceError(src.Provider, src, http.StatusOK, body).Text()}
+	eb := provider.ParseSourceError(src.Provider, src, http.StatusOK, body)
+	return &UpstreamError{Source: src.Name, Message: eb.Text(), quota: eb.InsufficientQuota()}
 }
 
 // hasError reports whether an "error" field holds something.
