@@ -9,7 +9,10 @@
 //
 // PROVIDER=anthropic; BASE_URL includes the version path
 // (https://api.anthropic.com/v1); API_KEY is sent as x-api-key, with
-// anthropic-version: 2023-06-01 (provider.AnthropicVersion).
+// anthropic-version: 2023-06-01 (provider.AnthropicVersion). MODEL is the
+// model of requests that name none; the Messages API requires one, and a
+// request with neither is sent without a "model" key, for the upstream to
+// say so.
 //
 // # Mapping
 //
