@@ -106,6 +106,7 @@ func TestHTTPClientAnthropicBillingErrorEventIsFatalAsA402(t *testing.T) {
 	for name, reply := range map[string]wireReply{
 		"402":                          jsonReply(402, `{"type":"error","error":{"type":"billing_error","message":"add credit"}}`),
 		"billing_error event":          sseReply("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"billing_error\",\"message\":\"add credit\"}}\n\n"),
+		"400 credit_balance_too_low":   jsonReply(400, `{"type":"error","error":{"type":"credit_balance_too_low","message":"add credit"}}`),
 		"credit_balance_too_low event": sseReply("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"credit_balance_too_low\",\"message\":\"add credit\"}}\n\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -130,16 +131,13 @@ func TestChatSpentQuotaInA2xxAnswerIsFatalAsA429(t *testing.T) {
 			reply  wireReply
 			stream bool
 		}{
-			"json/Chat":          {jsonReply(200, `{"error":`+obj+`}`), false},
-			"event/Chat":         {sseReply("data: {\"error\":" + obj + "}\n\n"), false},
-			"event/ChatStream":   {sseReply("data: {\"error\":" + obj + "}\n\n"), true},
-			"json/ChatStream":    {jsonReply(200, `{"error":`+obj+`}`), true},
-			"429/Chat reference": {jsonReply(429, `{"error":`+obj+`}`), false},
+			"json/Chat":        {jsonReply(200, `{"error":`+obj+`}`), false},
+			"event/Chat":       {sseReply("data: {\"error\":" + obj + "}\n\n"), false},
+			"event/ChatStream": {sseReply("data: {\"error\":" + obj + "}\n\n"), true},
+			"json/ChatStream":  {jsonReply(200, `{"error":`+obj+`}`), true},
+			"429/Chat":         {jsonReply(429, `{"error":`+obj+`}`), false},
 		} {
 			t.Run(code+"/"+name, func(t *testing.T) {
-				if code != "insufficient_quota" && strings.HasPrefix(name, "429") {
-					t.Skip("pgw's OpenAI transport recognises only insufficient_quota in a 429")
-				}
 				ws := newWireServer(t, c.reply)
 				gw, rec := quotaScope(t, "openai", ws)
 				chat(t, gw, c.stream)
@@ -161,6 +159,7 @@ func TestChatAnthropicBillingErrorEventIsFatalAsA402(t *testing.T) {
 	for name, reply := range map[string]wireReply{
 		"402 reference":                jsonReply(402, `{"type":"error","error":{"type":"billing_error","message":"add credit"}}`),
 		"billing_error event":          sseReply("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"billing_error\",\"message\":\"add credit\"}}\n\n"),
+		"400 credit_balance_too_low":   jsonReply(400, `{"type":"error","error":{"type":"credit_balance_too_low","message":"add credit"}}`),
 		"credit_balance_too_low event": sseReply("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"credit_balance_too_low\",\"message\":\"add credit\"}}\n\n"),
 	} {
 		for _, stream := range []bool{false, true} {

@@ -81,5 +81,7 @@
 // # Errors
 //
 // A non-2xx answer is a *transport.HTTPError: 529 overloaded_error is an ordinary
-// failure (the call fails over), 429 carries retry-after.
+// failure (the call fails over), 429 carries retry-after, and one whose type
+// says the credit is spent (credit_balance_too_low) is fatal whatever its
+// status.
 package anthropic

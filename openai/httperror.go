@@ -11,17 +11,20 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// httpError turns a non-2xx answer into *errs.HTTPError: Retry-After in
-// every form the provider sends it, and the error body read in the source's
-// provider format, the source's credentials redacted. The caller closes the body.
-func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTPError {
+// httpError turns a non-2xx answer to req into *errs.HTTPError: Retry-After
+// in every form the provider sends it, and the error body read in the
+// source's provider format, the source's credentials redacted; marked as a
+// spent quota (errs.SpentQuota) when the body says so, as the gateway's
+// http client marks it. The caller closes the body.
+func (c *Client) httpError(resp *http.Response, src transport.Source, req *http.Request) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
 	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, body, c.now()) // Gemini says when in the body
-	return &errs.HTTPError{
-		StatusCode: resp.StatusCode,
-		RetryAfter: ra,
-		Message:    provider.ParseSourceError(src.Provider, src, resp.StatusCode, body).Text(),
+	eb := provider.ParseSourceError(src.Provider, src, resp.StatusCode, body)
+	he := withPath(&errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()}, req)
+	if eb.InsufficientQuota() {
+		return errs.SpentQuota(he)
 	}
+	return he
 }
 
 // upstreamError turns the value of an "error" field sent inside a 2xx
