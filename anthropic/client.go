@@ -81,7 +81,8 @@ var (
 
 // post sends payload to the source's messages endpoint and returns the
 // response when its status is 2xx; any other status is read, closed and
-// returned as *transport.HTTPError. A cancelled ctx is returned as is.
+// returned as *transport.HTTPError (marked by errs.SpentQuota when its body
+// says the credit is spent). A cancelled ctx is returned as is.
 func (c *Client) post(ctx context.Context, src transport.Source, payload []byte) (*http.Response, error) {
 	u := src.URL(messagesPath)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
@@ -109,12 +110,17 @@ func (c *Client) post(ctx context.Context, src transport.Source, payload []byte)
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
 		ra, _ := provider.RetryAfter(resp.Header, c.now())
-		return nil, &errs.HTTPError{
+		eb := provider.ParseSourceError(config.ProviderAnthropic, src, resp.StatusCode, body)
+		he := &errs.HTTPError{
 			StatusCode: resp.StatusCode,
 			RetryAfter: ra,
-			Message:    provider.ParseSourceError(config.ProviderAnthropic, src, resp.StatusCode, body).Text(),
+			Message:    eb.Text(),
 			Path:       req.URL.Path, // never the query, which may hold a credential
 		}
+		if eb.InsufficientQuota() {
+			return nil, errs.SpentQuota(he) // fatal whatever the status, as in the http client
+		}
+		return nil, he
 	}
 	return resp, nil
 }
@@ -128,6 +134,8 @@ func statusOf(errType string) int {
 		return http.StatusBadRequest
 	case "authentication_error":
 		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
 	case "permission_error":
 		return http.StatusForbidden
 	case "not_found_error":

@@ -9,7 +9,10 @@
 //
 // PROVIDER=anthropic; BASE_URL includes the version path
 // (https://api.anthropic.com/v1); API_KEY is sent as x-api-key, with
-// anthropic-version: 2023-06-01 (provider.AnthropicVersion).
+// anthropic-version: 2023-06-01 (provider.AnthropicVersion). MODEL is the
+// model of requests that name none; the Messages API requires one, and a
+// request with neither is sent without a "model" key, for the upstream to
+// say so.
 //
 // # Mapping
 //
@@ -65,8 +68,10 @@
 // that ends before message_stop and before the stop reason is a
 // *StreamCutError; an error event is a
 // *transport.HTTPError with the status its error type stands for (529 for
-// overloaded_error, 429 for rate_limit_error, …), so it is classified like
-// the same error sent as a status.
+// overloaded_error, 429 for rate_limit_error, 402 for billing_error, …), so
+// it is classified like the same error sent as a status; one whose type
+// says the credit is spent (credit_balance_too_low) is fatal, as it is sent
+// as a status.
 //
 // # OCR
 //
@@ -76,5 +81,7 @@
 // # Errors
 //
 // A non-2xx answer is a *transport.HTTPError: 529 overloaded_error is an ordinary
-// failure (the call fails over), 429 carries retry-after.
+// failure (the call fails over), 429 carries retry-after, and one whose type
+// says the credit is spent (credit_balance_too_low) is fatal whatever its
+// status.
 package anthropic

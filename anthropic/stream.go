@@ -333,10 +333,15 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 	return ch, false, nil
 }
 
-// errorEvent turns an error event into the HTTPError its type stands for.
+// errorEvent turns an error event into the HTTPError its type stands for,
+// marked as a spent quota when its type says so (errs.SpentQuota).
 func (s *Stream) errorEvent(raw []byte) error {
 	e := provider.ParseSourceError(config.ProviderAnthropic, s.src, http.StatusOK, raw)
-	return &errs.HTTPError{StatusCode: statusOf(e.Type), Message: e.Text()}
+	he := &errs.HTTPError{StatusCode: statusOf(e.Type), Message: e.Text()}
+	if e.InsufficientQuota() {
+		return errs.SpentQuota(he)
+	}
+	return he
 }
 
 // errStreamClosed is returned by Recv after Close.

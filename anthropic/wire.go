@@ -22,7 +22,7 @@ var reservedKeys = []string{
 const answerTool = "json_answer"
 
 type messagesRequest struct {
-	Model         string          `json:"model"`
+	Model         string          `json:"model,omitempty"` // none: the upstream says it is missing
 	MaxTokens     int             `json:"max_tokens"`
 	System        string          `json:"system,omitempty"`
 	Messages      []wireMessage   `json:"messages"`

@@ -113,7 +113,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 	transport.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		return nil, withPath(c.httpError(resp, src), req)
+		return nil, c.httpError(resp, src, req)
 	}
 	return resp, nil
 }

@@ -45,6 +45,9 @@
 // fails over, 401/402/403 are fatal, 400/404/413/422 go back to the caller. The
 // OpenAI error code, when present and not already in the text, is appended in
 // parentheses, e.g. "You exceeded your current quota (insufficient_quota)".
+// One whose code or type says the quota or credit is spent
+// (provider.ErrorBody.InsufficientQuota) is fatal whatever its status, and
+// so is an *UpstreamError that says it inside a 2xx answer.
 // A stream that ends before "data: [DONE]" and before any finish_reason is
 // reported as a *StreamCutError (errors.Is ErrStreamCut and
 // io.ErrUnexpectedEOF), an ordinary failure — never a silent io.EOF. Any other

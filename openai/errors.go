@@ -46,13 +46,23 @@ func (e *StreamCutError) Code() string { return "PGW-STREAM-CUT" }
 
 // UpstreamError is an error the upstream reported inside a 2xx answer: an
 // {"error": …} event in a chat stream or an error object in a JSON body. It
-// is an ordinary failure; an error status is *transport.HTTPError instead.
+// is an ordinary failure, save one that says the quota or credit is spent
+// (InsufficientQuota), which is fatal as the same error sent as a 429 is;
+// an error status is *transport.HTTPError instead.
 type UpstreamError struct {
 	// Source is the name of the source that reported the error.
 	Source string
 	// Message is the upstream's text, trimmed, with the API key redacted.
 	Message string
+
+	quota bool
 }
+
+// InsufficientQuota reports whether the error's type or code says the
+// account's quota or credit is spent ("insufficient_quota", …;
+// provider.ErrorBody.InsufficientQuota): the gateway then classifies it as
+// fatal, not as a failure.
+func (e *UpstreamError) InsufficientQuota() bool { return e.quota }
 
 // Error implements the error interface.
 func (e *UpstreamError) Error() string {

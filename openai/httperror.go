@@ -11,24 +11,29 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// httpError turns a non-2xx answer into *errs.HTTPError: Retry-After in
-// every form the provider sends it, and the error body read in the source's
-// provider format, the source's credentials redacted. The caller closes the body.
-func (c *Client) httpError(resp *http.Response, src transport.Source) *errs.HTTPError {
+// httpError turns a non-2xx answer to req into *errs.HTTPError: Retry-After
+// in every form the provider sends it, and the error body read in the
+// source's provider format, the source's credentials redacted; marked as a
+// spent quota (errs.SpentQuota) when the body says so, as the gateway's
+// http client marks it. The caller closes the body.
+func (c *Client) httpError(resp *http.Response, src transport.Source, req *http.Request) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
 	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, body, c.now()) // Gemini says when in the body
-	return &errs.HTTPError{
-		StatusCode: resp.StatusCode,
-		RetryAfter: ra,
-		Message:    provider.ParseSourceError(src.Provider, src, resp.StatusCode, body).Text(),
+	eb := provider.ParseSourceError(src.Provider, src, resp.StatusCode, body)
+	he := withPath(&errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()}, req)
+	if eb.InsufficientQuota() {
+		return errs.SpentQuota(he)
 	}
+	return he
 }
 
 // upstreamError turns the value of an "error" field sent inside a 2xx
-// answer (an error event of a stream, or a JSON body) into *UpstreamError.
+// answer (an error event of a stream, or a JSON body) into *UpstreamError,
+// which knows whether the error says the quota is spent.
 func upstreamError(src transport.Source, errField json.RawMessage) *UpstreamError {
 	body := append(append([]byte(`{"error":`), errField...), '}')
-	return &UpstreamError{Source: src.Name, Message: provider.ParseSourceError(src.Provider, src, http.StatusOK, body).Text()}
+	eb := provider.ParseSourceError(src.Provider, src, http.StatusOK, body)
+	return &UpstreamError{Source: src.Name, Message: eb.Text(), quota: eb.InsufficientQuota()}
 }
 
 // hasError reports whether an "error" field holds something.

@@ -28,10 +28,10 @@ type ErrorBody struct {
 	// redacted; the status text when the body says nothing.
 	Message string
 	// Type is the provider's error type ("invalid_request_error",
-	// "overloaded_error", …), empty when absent.
+	// "overloaded_error", …), empty when absent; redacted and cut as Message is.
 	Type string
 	// Code is the provider's error code ("insufficient_quota", …), empty
-	// when absent.
+	// when absent; redacted and cut as Message is.
 	Code string
 }
 
@@ -51,7 +51,8 @@ func (e ErrorBody) InsufficientQuota() bool {
 // {"error": {"message", "type", "code"}} (code a string or a number; some
 // compatible servers send "error": "text"); Anthropic sends {"type":
 // "error", "error": {"type", "message"}}. A body in neither form is used as
-// text. key, when not empty, is redacted from the message.
+// text. key, when not empty, is redacted from the message, the type and the
+// code.
 func ParseError(p config.Provider, status int, body []byte, key string) ErrorBody {
 	var secrets []string
 	if key != "" {
@@ -61,8 +62,9 @@ func ParseError(p config.Provider, status int, body []byte, key string) ErrorBod
 }
 
 // ParseSourceError is ParseError for an answer of src: every one of src's
-// Credentials is redacted from the message, so that an upstream that echoes
-// the request (its URL, its headers) shows none of them.
+// Credentials is redacted from the message, the type and the code, so that
+// an upstream that echoes the request (its URL, its headers) shows none of
+// them.
 func ParseSourceError(p config.Provider, src config.Source, status int, body []byte) ErrorBody {
 	return parseError(p, status, body, Credentials(src))
 }
@@ -136,6 +138,7 @@ func parseError(p config.Provider, status int, body []byte, secrets []string) Er
 		e.Message = string(body)
 	}
 	e.Message = sanitize(e.Message, secrets)
+	e.Type, e.Code = sanitize(e.Type, secrets), sanitize(e.Code, secrets) // an echo may land in either
 	if e.Message == "" {
 		e.Message = http.StatusText(status)
 	}

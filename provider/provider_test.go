@@ -126,3 +126,17 @@ func TestABareQueryTokenIsACredential(t *testing.T) {
 	e := provider.ParseSourceError(config.ProviderOpenAI, src, 400, []byte(`{"error":{"message":"no route for /v1?tok-0123456789&beta"}}`))
 	assert.Equal(t, "no route for /v1?[redacted]&beta", e.Message)
 }
+
+// An upstream that echoes a credential into its error's type or code shows
+// it in neither: both are redacted as the message is.
+func TestCredentialsAreRedactedFromTheErrorsTypeAndCode(t *testing.T) {
+	src := config.Source{Name: "a", BaseURL: "https://h.example/v1?token=tok-0123456789", APIKey: config.NewSecret("sk-key-12345")}
+	e := provider.ParseSourceError(config.ProviderOpenAI, src, 400,
+		[]byte(`{"error":{"message":"bad","type":"no_route_tok-0123456789","code":"bad_key_sk-key-12345"}}`))
+	assert.Equal(t, "no_route_[redacted]", e.Type)
+	assert.Equal(t, "bad_key_[redacted]", e.Code)
+	assert.Equal(t, "bad (bad_key_[redacted])", e.Text())
+
+	num := provider.ParseError(config.ProviderOpenAI, 400, []byte(`{"error":{"message":"bad","code":1234567}}`), "1234567")
+	assert.Equal(t, "[redacted]", num.Code)
+}

@@ -77,3 +77,25 @@ func (e *HTTPError) WithOrigin(scope, source string) error {
 	c.Scope, c.Source = scope, source
 	return &c
 }
+
+// SpentQuota marks e as a failure whose error says the account's quota or
+// credit is spent (provider.ErrorBody.InsufficientQuota), for an error that
+// did not come with the status of one: an error object in a 2xx answer, an
+// error event of a stream. The retry classifier calls it fatal whatever its
+// status, as it does the same error sent as a 429. errors.As reaches e.
+func SpentQuota(e *HTTPError) error { return &spentQuota{he: e} }
+
+// spentQuota is an HTTPError that says the quota is spent.
+type spentQuota struct{ he *HTTPError }
+
+func (e *spentQuota) Error() string           { return e.he.Error() }
+func (e *spentQuota) Unwrap() error           { return e.he }
+func (e *spentQuota) InsufficientQuota() bool { return true }
+
+// WithOrigin returns a copy of e whose HTTPError names scope and source.
+func (e *spentQuota) WithOrigin(scope, source string) error {
+	if he, ok := e.he.WithOrigin(scope, source).(*HTTPError); ok {
+		return &spentQuota{he: he}
+	}
+	return e
+}

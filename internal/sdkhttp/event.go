@@ -260,8 +260,11 @@ func redactEvent(raw []byte, creds []string) []byte {
 }
 
 // eventError turns an error event's error object into the failure it
-// reports: a rate limit is a 429, an overload a 529, anything else a 500 —
-// the answer failed upstream after its headers said 200. creds are redacted
+// reports: a rate limit is a 429, an overload a 529, Anthropic's
+// billing_error a 402, anything else a 500 — the answer failed upstream
+// after its headers said 200 — and one that says the quota or credit is
+// spent (provider.ErrorBody.InsufficientQuota) is marked so
+// (errs.SpentQuota), as the same error sent as a 429 is. creds are redacted
 // from its message.
 func eventError(body json.RawMessage, creds []string) error {
 	return errorFailure(body, creds, "in the stream: ", "an error event in the stream")
@@ -286,6 +289,8 @@ func errorFailure(body json.RawMessage, creds []string, where, none string) erro
 		status = http.StatusTooManyRequests
 	case obj.Type == "overloaded_error":
 		status = 529
+	case obj.Type == "billing_error":
+		status = http.StatusPaymentRequired
 	}
 	msg := obj.Message
 	if msg == "" {
@@ -294,7 +299,11 @@ func errorFailure(body json.RawMessage, creds []string, where, none string) erro
 	if obj.Type != "" {
 		msg += " (" + obj.Type + ")"
 	}
-	return &errs.HTTPError{StatusCode: status, Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
+	he := &errs.HTTPError{StatusCode: status, Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
+	if (provider.ErrorBody{Type: obj.Type, Code: code}).InsufficientQuota() {
+		return errs.SpentQuota(he)
+	}
+	return he
 }
 
 // contentKeys hold a piece of the answer when their value is a non-empty
