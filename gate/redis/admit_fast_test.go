@@ -40,7 +40,7 @@ var (
 
 func TestAdmitFastBlockIsTheScriptsStart(t *testing.T) {
 	require.True(t, strings.HasPrefix(scriptAdmitSrc, admitFastBlock))
-	require.Equal(t, 2, strings.Count(admitFastBlock, fastReturn), "the marked variant must mark every return of the block")
+	require.Equal(t, 1, strings.Count(admitFastBlock, fastReturn), "the marked variant must mark every return of the block")
 }
 
 // admitCase is one state of a source's keys and one admission into it.
@@ -49,12 +49,16 @@ type admitCase struct {
 	record map[string]string  // the breaker record's fields (nil: no record)
 	bucket map[string]string  // the bucket hash's fields (nil: none)
 	leases map[string]float64 // in-flight leases: ID → expiry µs
-	ttls   map[string]time.Duration
-	est    int64
+	// withBudget: the admission takes the advertised budget too (a fifth
+	// key), whose hash holds budget (nil: none).
+	withBudget bool
+	budget     map[string]string
+	ttls       map[string]time.Duration
+	est        int64
 }
 
 func (c admitCase) String() string {
-	return fmt.Sprintf("limits %+v record %v bucket %v leases %d est %d ttls %v", c.limits, c.record, c.bucket, len(c.leases), c.est, c.ttls)
+	return fmt.Sprintf("limits %+v record %v bucket %v leases %d budget %v %v est %d ttls %v", c.limits, c.record, c.bucket, len(c.leases), c.withBudget, c.budget, c.est, c.ttls)
 }
 
 // randomAdmitCase draws a state around now (µs) for a source under
@@ -146,6 +150,32 @@ func randomAdmitCase(r *rand.Rand, now int64, ttlMS int64) admitCase {
 			c.ttls["quota"] = 10 * time.Minute
 		}
 	}
+	if r.IntN(2) == 0 {
+		c.withBudget = true
+		if common || r.IntN(4) > 0 {
+			// Windows unknown, known with room or without, reset passed
+			// or to come, lengths seen or not, admissions made blind.
+			c.budget = map[string]string{}
+			set := func(k, v string) {
+				if v != "" {
+					c.budget[k] = v
+				}
+			}
+			for _, w := range []string{"r", "t"} {
+				set(w+"l", pick("", "-1", "5", "1000"))
+				set(w+"r", pick("", "-1", "0", "3", "900"))
+				set(w+"e", pick("", "0", us(-1), us(0), us(20_000_000)))
+				set(w+"p", pick("", us(-60_000_000)))
+				set(w+"s", pick("", "0", "60000000"))
+			}
+			set("n", pick("", "2", "0"))
+			if len(c.budget) == 0 {
+				c.budget = nil
+			} else if r.IntN(2) == 0 {
+				c.ttls["advertised"] = time.Minute
+			}
+		}
+	}
 	if c.limits.MaxInFlight > 0 || r.IntN(4) == 0 {
 		c.leases = map[string]float64{}
 		n := r.IntN(c.limits.MaxInFlight + 2)
@@ -189,12 +219,21 @@ func edgeAdmitCases(now int64, ttlMS int64) []admitCase {
 		}
 	}
 	const capacity = 60_000_000
+	// With the advertised budget: its key's TTL set by the tokens window,
+	// whose length is not known yet.
+	budget := base(0, 0)
+	budget.withBudget = true
+	budget.budget = map[string]string{
+		"rl": "1000", "rr": "900", "re": us(5_000_000), "rs": "0",
+		"tl": "1000", "tr": "900", "te": us(20_000_000), "ts": "0", "n": "0",
+	}
 	return []admitCase{
 		base(0, 0),
 		base(capacity-1_000_000, 0),
 		base(capacity-1_000_000+1, 0),
 		base(0, capacity-7*60_000),
 		base(0, capacity-7*60_000+1),
+		budget,
 	}
 }
 
@@ -217,7 +256,10 @@ func seedAdmitCase(t *testing.T, ctx context.Context, cl goredis.UniversalClient
 	for id, exp := range c.leases {
 		require.NoError(t, cl.ZAdd(ctx, keys[3], goredis.Z{Score: exp, Member: id}).Err())
 	}
-	for i, name := range []string{"cb", "probes", "quota", "inflight"} {
+	if c.budget != nil {
+		require.NoError(t, cl.HSet(ctx, keys[4], c.budget).Err())
+	}
+	for i, name := range []string{"cb", "probes", "quota", "inflight", "advertised"} {
 		if d, ok := c.ttls[name]; ok {
 			require.NoError(t, cl.PExpire(ctx, keys[i], d).Err())
 		}
@@ -228,7 +270,7 @@ func seedAdmitCase(t *testing.T, ctx context.Context, cl goredis.UniversalClient
 func keysState(t *testing.T, ctx context.Context, cl goredis.UniversalClient, keys []string) []string {
 	t.Helper()
 	var out []string
-	for i, k := range keys[:4] {
+	for i, k := range keys {
 		typ, err := cl.Type(ctx, k).Result()
 		require.NoError(t, err)
 		var v any
@@ -248,12 +290,16 @@ func keysState(t *testing.T, ctx context.Context, cl goredis.UniversalClient, ke
 
 // runAdmitScript runs sc as the admission of source with est tokens and
 // the permit ID id, and returns its reply or error.
-func runAdmitScript(ctx context.Context, q *Quota, rb *Breaker, sc *script, source string, est int64, id string) ([10]int64, error) {
+func runAdmitScript(ctx context.Context, q *Quota, rb *Breaker, sc *script, source string, withBudget bool, est int64, id string) ([10]int64, error) {
 	var head []any
 	if s := q.sources[source]; s != nil {
-		head = s.admitHead(q, rb, false)
+		head = s.admitHead(q, rb, withBudget)
 	} else { // a source without limits, as admit builds it
-		head = q.newAdmitHead(rb, q.admitKeys(source)[:4], noLimits, "0")
+		keys := q.admitKeys(source)
+		if !withBudget {
+			keys = keys[:4]
+		}
+		head = q.newAdmitHead(rb, keys, noLimits, "0")
 	}
 	args := make([]any, len(head), len(head)+2)
 	copy(args, head)
@@ -277,7 +323,7 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 	require.NoError(t, err)
 
 	r := rand.New(rand.NewPCG(1, 2))
-	var decided, left int
+	var decided, decidedBudget, left int
 	edges := edgeAdmitCases(now, ttlMS)
 	for i := range 2000 {
 		c := randomAdmitCase(r, now, ttlMS)
@@ -298,9 +344,9 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 			seedAdmitCase(t, ctx, cl, q.admitKeys(n), c)
 		}
 		id := "permit-" + strconv.Itoa(i)
-		want, wantErr := runAdmitScript(ctx, q, rb, admitWithoutFast, names[0], c.est, id)
-		got, gotErr := runAdmitScript(ctx, q, rb, scriptAdmit, names[1], c.est, id)
-		marked, markedErr := runAdmitScript(ctx, q, rb, admitMarked, names[2], c.est, id)
+		want, wantErr := runAdmitScript(ctx, q, rb, admitWithoutFast, names[0], c.withBudget, c.est, id)
+		got, gotErr := runAdmitScript(ctx, q, rb, scriptAdmit, names[1], c.withBudget, c.est, id)
+		marked, markedErr := runAdmitScript(ctx, q, rb, admitMarked, names[2], c.withBudget, c.est, id)
 		require.Equal(t, wantErr, gotErr, "case %d: %s", i, c)
 		require.Equal(t, wantErr, markedErr, "case %d: %s", i, c)
 		require.Equal(t, want, got, "case %d: %s", i, c)
@@ -312,6 +358,9 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 			// one a scaled unit over, the rest of the script's to refuse.
 			require.Equal(t, i%2 == 1 || i == 0, marked[9] == 42, "edge case %d: %s", i, c)
 		}
+		if marked[9] == 42 && c.withBudget {
+			decidedBudget++
+		}
 		if marked[9] == 42 {
 			decided++
 			marked[9] = 0
@@ -322,8 +371,9 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 	}
 	// Neither half of the comparison is empty: the block decided some
 	// cases and left others to the rest of the script.
-	t.Logf("the block decided %d cases and left %d", decided, left)
+	t.Logf("the block decided %d cases (%d with the budget) and left %d", decided, decidedBudget, left)
 	require.Greater(t, decided, 200)
+	require.Greater(t, decidedBudget, 50, "with the advertised budget too")
 	require.Greater(t, left, 200)
 }
 
@@ -331,8 +381,9 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 // real redis-server, as a busy source sees them: after the first
 // admission of a source (which writes the units and expiries) and once a
 // lease is held, every admission of a Closed breaker with room is decided
-// by the first block; a full bucket, a lease set at its limit and an Open
-// breaker are left to the rest of the script, which rejects them.
+// by the first block, with the advertised budget or without; a full
+// bucket, a lease set at its limit and an Open breaker are left to the
+// rest of the script, which rejects them.
 func TestAdmitFastBlockDecidesTheCommonCase(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	cl := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
@@ -346,7 +397,7 @@ func TestAdmitFastBlockDecidesTheCommonCase(t *testing.T) {
 
 	admit := func(id string) [10]int64 {
 		t.Helper()
-		v, err := runAdmitScript(ctx, q, rb, admitMarked, "s", 10, id)
+		v, err := runAdmitScript(ctx, q, rb, admitMarked, "s", false, 10, id)
 		require.NoError(t, err)
 		return v
 	}
@@ -368,13 +419,18 @@ func TestAdmitFastBlockDecidesTheCommonCase(t *testing.T) {
 	require.NoError(t, cl.ZRem(ctx, q.admitKeys("s")[3], "a", "b").Err())
 	v = admit("e")
 	require.Equal(t, int64(42), v[9], "with room again the block decides")
-	v = admit("f")
-	require.Equal(t, int64(42), v[9], "the fifth request in a minute, the third lease")
+	v, err = runAdmitScript(ctx, q, rb, admitMarked, "s", true, 10, "e2")
+	require.NoError(t, err)
+	require.Equal(t, int64(42), v[9], "with the advertised budget too: the fifth request in a minute")
+	blind, err := cl.HGet(ctx, q.admitKeys("s")[4], "n").Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), blind, "a take while the budget knows nothing is counted")
+	require.NoError(t, cl.ZRem(ctx, q.admitKeys("s")[3], "e2").Err())
 	v = admit("g")
 	require.Equal(t, int64(0), v[7], "the sixth request in a minute is over RPM 5")
 	require.Equal(t, int64(1), v[9], "refused for rpm, by the rest of the script")
 
-	require.NoError(t, cl.ZRem(ctx, q.admitKeys("s")[3], "c", "e", "f").Err())
+	require.NoError(t, cl.ZRem(ctx, q.admitKeys("s")[3], "c", "e").Err())
 	d := gate.Decision{Allowed: true, State: gate.Closed, Token: uint64(v[4]), Generation: uint64(v[5])}
 	_, err = rb.Record(ctx, "s", d, gate.Failure)
 	require.NoError(t, err)

@@ -24,13 +24,15 @@
 --     stored already;
 --   * the in-flight lease set: the new lease, only when the set holds
 --     leases already and fewer than MaxInFlight (at the limit expired
---     leases must be counted, which is the rest of the script's work).
--- Keys and arguments are admit.lua's; a fifth key (the advertised budget)
--- is always left to the rest of the script.
+--     leases must be counted, which is the rest of the script's work);
+--   * the advertised budget, when the fifth key names it: the take, as
+--     budget_common.lua's load, check, take and save write it, only when
+--     the take fits.
+-- Keys and arguments are admit.lua's.
 do
   local rec = redis.call('HMGET', KEYS[1], 'st', 'gen', 'fo', 'x')
   local st, gen, fo, x = rec[1], rec[2], rec[3], rec[4]
-  if (tonumber(st) or 0) == 0 and not KEYS[5] then
+  if (tonumber(st) or 0) == 0 then
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     local forced = tonumber(fo)
@@ -39,14 +41,14 @@ do
     if forced == 2 or (x and tonumber(x) - now >= tonumber(ARGV[1]) * 500) or not (st or gen or fo or x) then
       local g, f = tonumber(gen) or 0, forced or 0
       local rd, td, mif = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
+      local ok, need = true, 0
+      local rl, rs, tl, ts
       if rd == 0 and td == 0 then
-        if mif == 0 then
-          return { 1, 0, 0, 0, g, g, f, 1, 0, 0 }
-        end
+        -- No rates: nothing to read, unless an in-flight limit alone needs
+        -- its set's TTL kept, which is the rest of the script's.
+        ok = mif == 0
       else
         local raw = redis.call('HMGET', KEYS[3], 'rl', 'rs', 'ru', 'tl', 'ts', 'tu', 'qx', 'ix')
-        local ok, need = true, 0
-        local rl, rs, tl, ts
         -- Each bucket as quota_common.lua's drained and wait: brought to
         -- now, then the call's cost added; over capacity is the rest of the
         -- script's to reject.
@@ -95,20 +97,63 @@ do
             ok = n > 0 and n < mif
           end
         end
-        if ok then
-          local fmt = string.format
-          if rd > 0 and td > 0 then
-            redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs), 'tl', fmt('%d', tl), 'ts', fmt('%d', ts))
-          elseif rd > 0 then
-            redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs))
-          else
-            redis.call('HSET', KEYS[3], 'tl', fmt('%d', tl), 'ts', fmt('%d', ts))
-          end
-          if mif > 0 then
-            redis.call('ZADD', KEYS[4], fmt('%d', now + tonumber(ARGV[11])), ARGV[13])
-          end
-          return { 1, 0, 0, 0, g, g, f, 1, 0, 0 }
+      end
+      -- The advertised budget, as budget_common.lua's load, check, take
+      -- and save: each window rolled once its reset has passed; a take
+      -- that does not fit is the rest of the script's to reject.
+      local B
+      if ok and KEYS[5] then
+        local est = tonumber(ARGV[12])
+        local b = redis.call('HMGET', KEYS[5], 'rl', 'rr', 're', 'rp', 'rs', 'tl', 'tr', 'te', 'tp', 'ts', 'n')
+        local Rl, Rr, Re, Rp, Rs = tonumber(b[1]) or -1, tonumber(b[2]) or -1, tonumber(b[3]) or 0, tonumber(b[4]) or 0, tonumber(b[5]) or 0
+        local Tl, Tr, Te, Tp, Ts = tonumber(b[6]) or -1, tonumber(b[7]) or -1, tonumber(b[8]) or 0, tonumber(b[9]) or 0, tonumber(b[10]) or 0
+        local blind = tonumber(b[11]) or 0
+        if Re > 0 and now >= Re then
+          Rr, Rp, Re = Rl, Re, 0
         end
+        if Te > 0 and now >= Te then
+          Tr, Tp, Te = Tl, Te, 0
+        end
+        if Rr >= 0 or Tr >= 0 then
+          if (Rr >= 0 and Rr < (Rl >= 0 and math.min(1, Rl) or 1)) or (Tr >= 0 and Tr < (Tl >= 0 and math.min(est, Tl) or est)) then
+            ok = false
+          end
+          if Rr >= 0 then
+            Rr = Rr - 1
+          end
+          if Tr >= 0 then
+            Tr = math.max(Tr - est, 0)
+          end
+        else
+          blind = blind + 1
+        end
+        local ttl = math.max(1000000, math.max(Re - now, 0) + math.max(Rs, 1000000) + 1000000,
+          math.max(Te - now, 0) + math.max(Ts, 1000000) + 1000000)
+        if blind > 0 then
+          ttl = math.max(ttl, 60000000)
+        end
+        B = { Rl, Rr, Re, Rp, Rs, Tl, Tr, Te, Tp, Ts, blind, ttl }
+      end
+      if ok then
+        local fmt = string.format
+        if rd > 0 and td > 0 then
+          redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs), 'tl', fmt('%d', tl), 'ts', fmt('%d', ts))
+        elseif rd > 0 then
+          redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs))
+        elseif td > 0 then
+          redis.call('HSET', KEYS[3], 'tl', fmt('%d', tl), 'ts', fmt('%d', ts))
+        end
+        if mif > 0 then
+          redis.call('ZADD', KEYS[4], fmt('%d', now + tonumber(ARGV[11])), ARGV[13])
+        end
+        if B then
+          redis.call('HSET', KEYS[5],
+            'rl', fmt('%d', B[1]), 'rr', fmt('%d', B[2]), 're', fmt('%d', B[3]), 'rp', fmt('%d', B[4]), 'rs', fmt('%d', B[5]),
+            'tl', fmt('%d', B[6]), 'tr', fmt('%d', B[7]), 'te', fmt('%d', B[8]), 'tp', fmt('%d', B[9]), 'ts', fmt('%d', B[10]),
+            'n', fmt('%d', B[11]))
+          redis.call('PEXPIRE', KEYS[5], fmt('%d', math.ceil(B[12] / 1000)))
+        end
+        return { 1, 0, 0, 0, g, g, f, 1, 0, 0 }
       end
     end
   end
