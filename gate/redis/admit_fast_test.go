@@ -288,6 +288,57 @@ func keysState(t *testing.T, ctx context.Context, cl goredis.UniversalClient, ke
 	return out
 }
 
+// miniAtEpoch is a client on a miniredis of its own whose TIME stands
+// still at testutil.Epoch, so that scripts run in turn decide at the same
+// instant.
+func miniAtEpoch(t *testing.T) *goredis.Client {
+	t.Helper()
+	m := miniredis.RunT(t)
+	m.SetTime(testutil.Epoch)
+	cl := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// realRedisRig is a client on a real redis-server, and a key prefix of its
+// own (name and the time) for the test's gates.
+func realRedisRig(t *testing.T, name string) (*goredis.Client, string) {
+	t.Helper()
+	srv := testutil.StartRedis(t)
+	cl := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl, name + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// threeInState is a quota on prefix with three sources under c's limits
+// whose keys all hold c's state — for the script without its first block,
+// the script as shipped and the marked copy — and their names, in that
+// order.
+func threeInState(t *testing.T, ctx context.Context, cl goredis.UniversalClient, prefix string, i int, c admitCase) (*Quota, []string) {
+	t.Helper()
+	names := []string{fmt.Sprintf("w%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i)}
+	limits := map[string]gate.Limits{}
+	for _, n := range names {
+		limits[n] = c.limits
+	}
+	q, err := NewQuota(cl, prefix, limits)
+	require.NoError(t, err)
+	for _, n := range names {
+		seedAdmitCase(t, ctx, cl, q.admitKeys(n), c)
+	}
+	return q, names
+}
+
+// requireSameKeys fails unless the keys of names[1:] hold what names[0]'s
+// hold.
+func requireSameKeys(t *testing.T, ctx context.Context, cl goredis.UniversalClient, q *Quota, names []string, msg ...any) {
+	t.Helper()
+	want := keysState(t, ctx, cl, q.admitKeys(names[0]))
+	for _, n := range names[1:] {
+		require.Equal(t, want, keysState(t, ctx, cl, q.admitKeys(n)), msg...)
+	}
+}
+
 // runAdmitScript runs sc as the admission of source with est tokens and
 // the permit ID id, and returns its reply or error.
 func runAdmitScript(ctx context.Context, q *Quota, rb *Breaker, sc *script, source string, withBudget bool, est int64, id string) ([10]int64, error) {
@@ -311,10 +362,7 @@ func runAdmitScript(ctx context.Context, q *Quota, rb *Breaker, sc *script, sour
 }
 
 func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.SetTime(testutil.Epoch)
-	cl := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := miniAtEpoch(t)
 	ctx := context.Background()
 	now := testutil.Epoch.UnixMicro()
 	rb, err := NewBreaker(cl, "fast", gate.Policy{})
@@ -333,16 +381,7 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 		// Three sources in the same state: the script without the block,
 		// the script as shipped, and the marked one that tells whether the
 		// block decided.
-		names := []string{fmt.Sprintf("w%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i)}
-		limits := map[string]gate.Limits{}
-		for _, n := range names {
-			limits[n] = c.limits
-		}
-		q, err := NewQuota(cl, "fast", limits)
-		require.NoError(t, err)
-		for _, n := range names {
-			seedAdmitCase(t, ctx, cl, q.admitKeys(n), c)
-		}
+		q, names := threeInState(t, ctx, cl, "fast", i, c)
 		id := "permit-" + strconv.Itoa(i)
 		want, wantErr := runAdmitScript(ctx, q, rb, admitWithoutFast, names[0], c.withBudget, c.est, id)
 		got, gotErr := runAdmitScript(ctx, q, rb, scriptAdmit, names[1], c.withBudget, c.est, id)
@@ -350,9 +389,7 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 		require.Equal(t, wantErr, gotErr, "case %d: %s", i, c)
 		require.Equal(t, wantErr, markedErr, "case %d: %s", i, c)
 		require.Equal(t, want, got, "case %d: %s", i, c)
-		wantState := keysState(t, ctx, cl, q.admitKeys(names[0]))
-		require.Equal(t, wantState, keysState(t, ctx, cl, q.admitKeys(names[1])), "case %d: %s", i, c)
-		require.Equal(t, wantState, keysState(t, ctx, cl, q.admitKeys(names[2])), "case %d: %s", i, c)
+		requireSameKeys(t, ctx, cl, q, names, "case %d: %s", i, c)
 		if i < len(edges) {
 			// The edges: a bucket filled exactly is the block's to allow;
 			// one a scaled unit over, the rest of the script's to refuse.
@@ -385,11 +422,8 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 // bucket, a lease set at its limit and an Open breaker are left to the
 // rest of the script, which rejects them.
 func TestAdmitFastBlockDecidesTheCommonCase(t *testing.T) {
-	srv := testutil.StartRedis(t)
-	cl := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = cl.Close() })
+	cl, prefix := realRedisRig(t, "fastreal")
 	ctx := context.Background()
-	prefix := "fastreal" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	rb, err := NewBreaker(cl, prefix, gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute})
 	require.NoError(t, err)
 	q, err := NewQuota(cl, prefix, map[string]gate.Limits{"s": {RPM: 5, TPM: 1_000_000, MaxInFlight: 3}})

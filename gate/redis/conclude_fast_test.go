@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/gate"
@@ -81,10 +78,7 @@ func conclusionArgs(r *rand.Rand, c admitCase, head, tpm []any, sc *script) []an
 }
 
 func TestConcludeFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.SetTime(testutil.Epoch)
-	cl := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := miniAtEpoch(t)
 	ctx := context.Background()
 	now := testutil.Epoch.UnixMicro()
 	windowless, err := NewBreaker(cl, "fastc", gate.Policy{})
@@ -107,16 +101,7 @@ func TestConcludeFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 		if r.IntN(6) == 0 {
 			rb = windowed
 		}
-		names := []string{fmt.Sprintf("w%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i)}
-		limits := map[string]gate.Limits{}
-		for _, n := range names {
-			limits[n] = c.limits
-		}
-		q, err := NewQuota(cl, "fastc", limits)
-		require.NoError(t, err)
-		for _, n := range names {
-			seedAdmitCase(t, ctx, cl, q.admitKeys(n), c)
-		}
+		q, names := threeInState(t, ctx, cl, "fastc", i, c)
 		seed := r.Uint64()
 		run := func(source string, sc *script) ([]any, error) {
 			head, tpm := newConcludeHead(rb, q.admitKeys(source)[:4]), noLimits[:3]
@@ -133,9 +118,7 @@ func TestConcludeFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 		require.Equal(t, wantErr, gotErr, "case %d: %s", i, c)
 		require.Equal(t, wantErr, markedErr, "case %d: %s", i, c)
 		require.Equal(t, want, got, "case %d: %s", i, c)
-		wantState := keysState(t, ctx, cl, q.admitKeys(names[0]))
-		require.Equal(t, wantState, keysState(t, ctx, cl, q.admitKeys(names[1])), "case %d: %s", i, c)
-		require.Equal(t, wantState, keysState(t, ctx, cl, q.admitKeys(names[2])), "case %d: %s", i, c)
+		requireSameKeys(t, ctx, cl, q, names, "case %d: %s", i, c)
 		if len(marked) == len(want)+1 && marked[len(want)] == int64(42) {
 			decided++
 			marked = marked[:len(want)]
@@ -154,11 +137,8 @@ func TestConcludeFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 // Successes with TPM corrections and leases is the block's; a Failure is
 // left to the rest of the script, which counts it.
 func TestConcludeFastBlockConcludesTheCommonRun(t *testing.T) {
-	srv := testutil.StartRedis(t)
-	cl := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = cl.Close() })
+	cl, prefix := realRedisRig(t, "fastcreal")
 	ctx := context.Background()
-	prefix := "fastcreal" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	rb, err := NewBreaker(cl, prefix, gate.Policy{ConsecutiveFailures: 3})
 	require.NoError(t, err)
 	q, err := NewQuota(cl, prefix, map[string]gate.Limits{"s": {RPM: 1000, TPM: 1_000_000, MaxInFlight: 10}})
