@@ -124,28 +124,3 @@ func (c *Client) post(ctx context.Context, src transport.Source, payload []byte)
 	}
 	return resp, nil
 }
-
-// statusOf is the HTTP status an error type of the API stands for, so that
-// an error event inside a stream is classified like the same error sent as a
-// status.
-func statusOf(errType string) int {
-	switch errType {
-	case "invalid_request_error":
-		return http.StatusBadRequest
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "billing_error":
-		return http.StatusPaymentRequired
-	case "permission_error":
-		return http.StatusForbidden
-	case "not_found_error":
-		return http.StatusNotFound
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "overloaded_error":
-		return 529
-	}
-	return http.StatusInternalServerError
-}

@@ -333,11 +333,11 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 	return ch, false, nil
 }
 
-// errorEvent turns an error event into the HTTPError its type stands for,
-// marked as a spent quota when its type says so (errs.SpentQuota).
+// errorEvent turns an error event into the HTTPError of the status its type
+// stands for (provider.ErrorBody.Status), marked as a spent quota when its type says so (errs.SpentQuota).
 func (s *Stream) errorEvent(raw []byte) error {
 	e := provider.ParseSourceError(config.ProviderAnthropic, s.src, http.StatusOK, raw)
-	he := &errs.HTTPError{StatusCode: statusOf(e.Type), Message: e.Text()}
+	he := &errs.HTTPError{StatusCode: e.Status(), Message: e.Text()}
 	if e.InsufficientQuota() {
 		return errs.SpentQuota(he)
 	}

@@ -35,16 +35,65 @@ type ErrorBody struct {
 	Code string
 }
 
+// spentQuotaCodes are the error codes and types that say the account's
+// quota or credit is spent.
+var spentQuotaCodes = []string{"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "credit_balance_too_low"}
+
 // InsufficientQuota reports whether the error says the account's quota or
 // credit is spent — a lasting condition, unlike a rate limit that passes.
 func (e ErrorBody) InsufficientQuota() bool {
-	for _, s := range []string{e.Code, e.Type} {
-		switch s {
-		case "insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "credit_balance_too_low":
+	return slices.Contains(spentQuotaCodes, e.Code) || slices.Contains(spentQuotaCodes, e.Type)
+}
+
+// NamesSpentQuota reports whether text (an error's message, in any case)
+// names one of the codes or types InsufficientQuota knows: the test for an
+// error that is only text, such as a *pgw.HTTPError a Call function built.
+func NamesSpentQuota(text string) bool {
+	t := strings.ToLower(text)
+	for _, c := range spentQuotaCodes {
+		if strings.Contains(t, c) {
 			return true
 		}
 	}
 	return false
+}
+
+// Status is the HTTP status the error's type or code stands for, for an
+// error that came without a status of its own (an error event of a stream,
+// an error object in a 2xx answer), so that it is classified like the same
+// error sent as a status. OpenAI's codes come first: invalid_api_key 401
+// (its type is invalid_request_error), rate_limit_exceeded 429; then
+// Anthropic's types: invalid_request_error 400, authentication_error 401,
+// billing_error 402, permission_error 403, not_found_error 404,
+// request_too_large 413, rate_limit_error 429, overloaded_error 529.
+// Anything else is a 500: the answer failed upstream after its headers said
+// 200.
+func (e ErrorBody) Status() int {
+	switch e.Code {
+	case "invalid_api_key":
+		return http.StatusUnauthorized
+	case "rate_limit_exceeded":
+		return http.StatusTooManyRequests
+	}
+	switch e.Type {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "overloaded_error":
+		return 529
+	}
+	return http.StatusInternalServerError
 }
 
 // ParseError reads an error body in the format of p. OpenAI and Azure send

@@ -140,3 +140,37 @@ func TestCredentialsAreRedactedFromTheErrorsTypeAndCode(t *testing.T) {
 	num := provider.ParseError(config.ProviderOpenAI, 400, []byte(`{"error":{"message":"bad","code":1234567}}`), "1234567")
 	assert.Equal(t, "[redacted]", num.Code)
 }
+
+// An error's type or code stands for the status the same error is sent
+// with; OpenAI's code wins over its generic type.
+func TestErrorBodyStatus(t *testing.T) {
+	for _, c := range []struct {
+		typ, code string
+		want      int
+	}{
+		{"invalid_request_error", "invalid_api_key", http.StatusUnauthorized},
+		{"", "rate_limit_exceeded", http.StatusTooManyRequests},
+		{"invalid_request_error", "", http.StatusBadRequest},
+		{"authentication_error", "", http.StatusUnauthorized},
+		{"billing_error", "", http.StatusPaymentRequired},
+		{"permission_error", "", http.StatusForbidden},
+		{"not_found_error", "", http.StatusNotFound},
+		{"request_too_large", "", http.StatusRequestEntityTooLarge},
+		{"rate_limit_error", "", http.StatusTooManyRequests},
+		{"overloaded_error", "", 529},
+		{"api_error", "", http.StatusInternalServerError},
+		{"server_error", "", http.StatusInternalServerError},
+		{"", "", http.StatusInternalServerError},
+	} {
+		assert.Equal(t, c.want, provider.ErrorBody{Type: c.typ, Code: c.code}.Status(), "%s/%s", c.typ, c.code)
+	}
+}
+
+// A spent quota is recognised in text by every code InsufficientQuota
+// knows, in any case, and not by a rate limit's words.
+func TestNamesSpentQuota(t *testing.T) {
+	for _, text := range []string{"x (insufficient_quota)", "BILLING_HARD_LIMIT_REACHED", "billing_not_active", "credit_balance_too_low: add credit"} {
+		assert.True(t, provider.NamesSpentQuota(text), text)
+	}
+	assert.False(t, provider.NamesSpentQuota("Rate limit reached for requests (rate_limit_exceeded)"))
+}

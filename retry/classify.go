@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 	"time"
 )
@@ -57,8 +58,9 @@ func (c Class) String() string {
 // HTTPStatusError (*errs.HTTPError, pgw.HTTPError) anywhere in err's chain
 // is classified by status: 429 Throttle; 401, 402 and 403 Fatal; 400, 404,
 // 413 and 422 CallerError; anything else (5xx, 408, 409 …) Failure — except
-// that an answer whose message says the quota is spent
-// ("insufficient_quota") is Fatal whatever its status. context.Canceled is
+// that an answer whose message says the quota or credit is spent (a code
+// such as "insufficient_quota" or "billing_hard_limit_reached",
+// provider.NamesSpentQuota) is Fatal whatever its status. context.Canceled is
 // Canceled, and a *transport.RequestError (a request the source cannot
 // carry) is CallerError. Everything else — context.DeadlineExceeded (the
 // source's timeout), connection errors, a cut stream — is Failure.
@@ -132,12 +134,13 @@ func classifyStatus(status int, text string, retryAfter bool) Class {
 }
 
 // insufficientQuota recognises the providers' "your quota is spent" answers,
-// which come as 429 but will not clear by waiting a few seconds. The words
-// "exceeded your current quota" alone are not enough when the answer said
-// when to try again (retryAfter): Gemini words its rate limits so, with the
-// time to wait in the body.
+// which come as 429 but will not clear by waiting a few seconds: a code
+// provider.ErrorBody.InsufficientQuota knows (provider.NamesSpentQuota),
+// or their words. The words "exceeded your current quota" alone are not
+// enough when the answer said when to try again (retryAfter): Gemini words
+// its rate limits so, with the time to wait in the body.
 func insufficientQuota(msg string, retryAfter bool) bool {
 	m := strings.ToLower(msg)
-	return strings.Contains(m, "insufficient_quota") || strings.Contains(m, "insufficient quota") ||
+	return provider.NamesSpentQuota(m) || strings.Contains(m, "insufficient quota") ||
 		!retryAfter && strings.Contains(m, "exceeded your current quota")
 }

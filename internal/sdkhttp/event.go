@@ -260,12 +260,13 @@ func redactEvent(raw []byte, creds []string) []byte {
 }
 
 // eventError turns an error event's error object into the failure it
-// reports: a rate limit is a 429, an overload a 529, Anthropic's
-// billing_error a 402, anything else a 500 — the answer failed upstream
-// after its headers said 200 — and one that says the quota or credit is
-// spent (provider.ErrorBody.InsufficientQuota) is marked so
-// (errs.SpentQuota), as the same error sent as a 429 is. creds are redacted
-// from its message.
+// reports, with the status its type or code stands for
+// (provider.ErrorBody.Status: a rate limit is a 429, an overload a 529,
+// Anthropic's authentication_error a 401, anything unknown a 500 — the
+// answer failed upstream after its headers said 200); one that says the
+// quota or credit is spent (provider.ErrorBody.InsufficientQuota) is marked
+// so (errs.SpentQuota), as the same error sent as a 429 is. creds are
+// redacted from its message.
 func eventError(body json.RawMessage, creds []string) error {
 	return errorFailure(body, creds, "in the stream: ", "an error event in the stream")
 }
@@ -282,16 +283,8 @@ func errorFailure(body json.RawMessage, creds []string, where, none string) erro
 	if json.Unmarshal(body, &obj) != nil {
 		_ = json.Unmarshal(body, &obj.Message) // "error": "text"
 	}
-	status := http.StatusInternalServerError
 	code := fmt.Sprint(obj.Code)
-	switch {
-	case obj.Type == "rate_limit_error" || code == "rate_limit_exceeded":
-		status = http.StatusTooManyRequests
-	case obj.Type == "overloaded_error":
-		status = 529
-	case obj.Type == "billing_error":
-		status = http.StatusPaymentRequired
-	}
+	eb := provider.ErrorBody{Type: obj.Type, Code: code}
 	msg := obj.Message
 	if msg == "" {
 		msg = none
@@ -299,8 +292,8 @@ func errorFailure(body json.RawMessage, creds []string, where, none string) erro
 	if obj.Type != "" {
 		msg += " (" + obj.Type + ")"
 	}
-	he := &errs.HTTPError{StatusCode: status, Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
-	if (provider.ErrorBody{Type: obj.Type, Code: code}).InsufficientQuota() {
+	he := &errs.HTTPError{StatusCode: eb.Status(), Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
+	if eb.InsufficientQuota() {
 		return errs.SpentQuota(he)
 	}
 	return he
