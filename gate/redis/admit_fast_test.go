@@ -415,9 +415,8 @@ func TestAdmitFastBlockWritesWhatTheWholeScriptWrites(t *testing.T) {
 }
 
 // TestAdmitFastBlockDecidesTheCommonCase runs governed admissions on a
-// real redis-server, as a busy source sees them: after the first
-// admission of a source (which writes the units and expiries) and once a
-// lease is held, every admission of a Closed breaker with room is decided
+// real redis-server, as a source sees them: after the first admission of
+// a source (which writes the units and expiries), every admission of a Closed breaker with room is decided
 // by the first block, with the advertised budget or without; a full
 // bucket, a lease set at its limit and an Open breaker are left to the
 // rest of the script, which rejects them.
@@ -465,6 +464,16 @@ func TestAdmitFastBlockDecidesTheCommonCase(t *testing.T) {
 	require.Equal(t, int64(1), v[9], "refused for rpm, by the rest of the script")
 
 	require.NoError(t, cl.ZRem(ctx, q.admitKeys("s")[3], "c", "e").Err())
+	require.NoError(t, cl.HSet(ctx, q.admitKeys("s")[2], "rl", "0").Err()) // room again
+	n, err = cl.Exists(ctx, q.admitKeys("s")[3]).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the emptied lease set is gone")
+	v = admit("i")
+	require.Equal(t, int64(42), v[9], "one call at a time: the block admits into an empty lease set too")
+	pttl, err := cl.PTTL(ctx, q.admitKeys("s")[3]).Result()
+	require.NoError(t, err)
+	require.Greater(t, pttl, q.Lease(), "the new set lives two lease lengths")
+	require.NoError(t, cl.ZRem(ctx, q.admitKeys("s")[3], "i").Err())
 	d := gate.Decision{Allowed: true, State: gate.Closed, Token: uint64(v[4]), Generation: uint64(v[5])}
 	_, err = rb.Record(ctx, "s", d, gate.Failure)
 	require.NoError(t, err)

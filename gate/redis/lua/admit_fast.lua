@@ -19,12 +19,13 @@
 -- case, field for field:
 --   * the breaker record: nothing (try_enter_fast in fast.lua);
 --   * the bucket hash: the levels and stamps of the limits the source has
---     (commit_acquire in quota_common.lua), only when neither the hash's
---     TTL nor the lease set's needs a refresh and every limit's unit is
---     stored already;
---   * the in-flight lease set: the new lease, only when the set holds
---     leases already and fewer than MaxInFlight (at the limit expired
---     leases must be counted, which is the rest of the script's work);
+--     (commit_acquire in quota_common.lua), and the lease set's expiry when
+--     that set is refreshed, only when the hash's own TTL needs no refresh
+--     and every limit's unit is stored already;
+--   * the in-flight lease set: the new lease, only below MaxInFlight (at
+--     the limit expired leases must be counted, which is the rest of the
+--     script's work), and the set's TTL when it was empty or its expiry
+--     falls short;
 --   * the advertised budget, when the fifth key names it: the take, as
 --     budget_common.lua's load, check, take and save write it, only when
 --     the take fits.
@@ -42,7 +43,7 @@ do
       local g, f = tonumber(gen) or 0, forced or 0
       local rd, td, mif = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
       local ok, need = true, 0
-      local rl, rs, tl, ts
+      local rl, rs, tl, ts, ixNew
       if rd == 0 and td == 0 then
         -- No rates: nothing to read, unless an in-flight limit alone needs
         -- its set's TTL kept, which is the rest of the script's.
@@ -89,12 +90,16 @@ do
           ok = false
         end
         if ok and mif > 0 then
-          local ix = tonumber(raw[8])
-          if not ix or ix < now + tonumber(ARGV[11]) + 1000000 then
-            ok = false
-          else
-            local n = redis.call('ZCARD', KEYS[4])
-            ok = n > 0 and n < mif
+          -- Below the limit the count decides (at it, expired leases must be
+          -- counted: the rest of the script's). A set that was empty may be
+          -- new, and one whose expiry (ix) falls short of the new lease plus
+          -- a second is refreshed: two lease lengths and a second, stored as
+          -- ix with the buckets.
+          local n = redis.call('ZCARD', KEYS[4])
+          ok = n < mif
+          local ix, lease = tonumber(raw[8]), tonumber(ARGV[11])
+          if n == 0 or not ix or ix < now + lease + 1000000 then
+            ixNew = now + 2 * lease + 1000000
           end
         end
       end
@@ -136,7 +141,15 @@ do
       end
       if ok then
         local fmt = string.format
-        if rd > 0 and td > 0 then
+        if ixNew then
+          if rd > 0 and td > 0 then
+            redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs), 'tl', fmt('%d', tl), 'ts', fmt('%d', ts), 'ix', fmt('%d', ixNew))
+          elseif rd > 0 then
+            redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs), 'ix', fmt('%d', ixNew))
+          else
+            redis.call('HSET', KEYS[3], 'tl', fmt('%d', tl), 'ts', fmt('%d', ts), 'ix', fmt('%d', ixNew))
+          end
+        elseif rd > 0 and td > 0 then
           redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs), 'tl', fmt('%d', tl), 'ts', fmt('%d', ts))
         elseif rd > 0 then
           redis.call('HSET', KEYS[3], 'rl', fmt('%d', rl), 'rs', fmt('%d', rs))
@@ -145,6 +158,9 @@ do
         end
         if mif > 0 then
           redis.call('ZADD', KEYS[4], fmt('%d', now + tonumber(ARGV[11])), ARGV[13])
+          if ixNew then
+            redis.call('PEXPIRE', KEYS[4], fmt('%d', math.ceil((ixNew - now) / 1000)))
+          end
         end
         if B then
           redis.call('HSET', KEYS[5],
