@@ -426,8 +426,15 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 		// that outlived a trip and a close (by another process sharing the
 		// gate, or a force on the gate itself) must not open the new one.
 		var c Counts
-		if c, early = b.tally.failNow(e); early && b.trip(c) && b.stillAdmitted(ctx, d) {
-			o = gate.Fatal
+		if c, early = b.tally.failNow(e); early {
+			trip, p := b.askTrip(c)
+			if p != nil {
+				// The predicate panicked: the failure is recorded as
+				// it is, then the panic continues.
+				defer panic(p)
+			} else if trip && b.stillAdmitted(ctx, d) {
+				o = gate.Fatal
+			}
 		}
 	}
 	u, err := b.gate.Record(ctx, b.name, d, o)
@@ -449,6 +456,13 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 	}
 	b.tally.settle(e, r, counted && !early, u.Generation, u.State)
 	b.observe(ctx, u.State)
+}
+
+// askTrip asks the trip predicate about c, recovering a panic of it
+// (p non-nil) so that the failure can still be recorded.
+func (b *Breaker) askTrip(c Counts) (trip bool, p any) {
+	defer func() { p = recover() }()
+	return b.trip(c), nil
 }
 
 // stillAdmitted reports whether the gate's record is still the Closed

@@ -63,3 +63,18 @@ func TestPanickingVerdictGivesBackTheProbe(t *testing.T) {
 		})
 	}
 }
+
+// A ReadyToTrip that panics on a failure still lets the failure reach the
+// gate and Metrics, then the panic goes on with its value.
+func TestPanickingReadyToTripStillRecordsTheFailure(t *testing.T) {
+	b, _ := newFakeClockBreaker(t, breaker.Config{ReadyToTrip: func(breaker.Counts) bool { panic("trip bug") }})
+	require.PanicsWithValue(t, "trip bug", func() { _ = b.Execute(t.Context(), fail503) })
+	m := b.Metrics()
+	assert.Equal(t, uint64(1), m.Failures)
+	assert.Equal(t, uint64(1), m.TotalCalls)
+	snap, err := b.Gate().Snapshot(t.Context(), b.Name())
+	require.NoError(t, err)
+	assert.Equal(t, 1, snap.ConsecutiveFailures, "the gate was told of the failure")
+	assert.Equal(t, gate.Closed, snap.State, "a panicking predicate trips nothing")
+	assert.Equal(t, uint64(1), b.Counts().TotalFailures)
+}
