@@ -76,6 +76,7 @@ var (
 	_                       = observe.Hedge{Scope: "", Source: "", Primary: "", Event: observe.HedgeFired, At: time.Time{}}
 	_                       = []string{observe.HedgeFired, observe.HedgeWon, observe.HedgeWasted, observe.HedgeSkippedBudget, observe.HedgeSkippedNoSource, observe.OutcomeHedgeLost}
 	_ observe.HedgeObserver = observe.Funcs{}
+	_                       = []string{pgw.OutcomeHedgeLost, pgw.OutcomeAbandoned}
 )
 
 func TestPinnedV2NamesCompile(t *testing.T) {
