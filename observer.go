@@ -44,8 +44,9 @@ type (
 
 // The values of AttemptRecord.Outcome: the retry classes, plus
 // OutcomeAbandoned for a chat stream closed before its end, OutcomeClosed
-// for an attempt that the gateway's Close ended, and OutcomePanic for an
-// attempt function that panicked.
+// for an attempt that the gateway's Close ended, OutcomePanic for an
+// attempt function that panicked, and OutcomeHedgeLost for an attempt that
+// lost a hedge race (cancelled and given back, never a failure).
 const (
 	OutcomeSuccess     = observe.OutcomeSuccess
 	OutcomeFailure     = observe.OutcomeFailure
@@ -56,6 +57,7 @@ const (
 	OutcomeAbandoned   = observe.OutcomeAbandoned
 	OutcomeClosed      = observe.OutcomeClosed
 	OutcomePanic       = observe.OutcomePanic
+	OutcomeHedgeLost   = observe.OutcomeHedgeLost
 )
 
 // The values of CallResult.Result.

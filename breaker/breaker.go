@@ -124,7 +124,9 @@ func (b *Breaker) State() gate.State {
 // context.DeadlineExceeded); it is not an *OpenError.
 //
 // A panic in fn is recorded as a failure and then continues with its original
-// value. Execute is safe for concurrent use; on the success path it allocates
+// value. A panic in a classifier of the Config (IsSuccessful, IsExcluded) or
+// of DoResult records no verdict: the admission is given back, the call
+// counts in Metrics.Cancelled, and the panic continues. Execute is safe for concurrent use; on the success path it allocates
 // nothing.
 func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
 	if fn == nil {
@@ -144,11 +146,13 @@ func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, f
 	e := b.tally.admit(d)
 	// The outcome is recorded whatever happens from here on: a listener
 	// that panics while the admission is observed (the call never ran, its
-	// lease is given back), fn panicking (a failure), or fn returning.
+	// lease is given back), fn panicking (a failure), a classifier of the
+	// caller's panicking (no verdict: the lease is given back), or fn
+	// returning.
 	stage := stageAdmitted
 	defer func() {
 		switch stage {
-		case stageAdmitted:
+		case stageAdmitted, stageClassifying:
 			b.record(ctx, d, e, resCancelled) // the panic continues by itself
 		case stageRunning:
 			b.abandon(ctx, d, e, recover())
@@ -157,8 +161,10 @@ func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, f
 	b.observe(ctx, d.State)
 	stage = stageRunning
 	err = fn(ctx)
+	stage = stageClassifying
+	r := b.classify(ctx, err, failed)
 	stage = stageFinished
-	b.record(ctx, d, e, b.classify(ctx, err, failed))
+	b.record(ctx, d, e, r)
 	return err
 }
 
@@ -166,6 +172,7 @@ func (b *Breaker) execute(ctx context.Context, fn func(context.Context) error, f
 const (
 	stageAdmitted = iota
 	stageRunning
+	stageClassifying
 	stageFinished
 )
 
@@ -267,7 +274,17 @@ func (t *Token) Done(err error) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
 	}
-	t.b.record(t.ctx, t.d, t.phase, t.b.classify(t.ctx, err, nil))
+	classified := false
+	defer func() {
+		if !classified {
+			// A classifier of the caller's panicked: no verdict, so the
+			// admission is given back; the panic continues by itself.
+			t.b.record(t.ctx, t.d, t.phase, resCancelled)
+		}
+	}()
+	r := t.b.classify(t.ctx, err, nil)
+	classified = true
+	t.b.record(t.ctx, t.d, t.phase, r)
 }
 
 // Probe reports whether the token holds a HalfOpen probe lease: its outcome
@@ -409,8 +426,15 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 		// that outlived a trip and a close (by another process sharing the
 		// gate, or a force on the gate itself) must not open the new one.
 		var c Counts
-		if c, early = b.tally.failNow(e); early && b.trip(c) && b.stillAdmitted(ctx, d) {
-			o = gate.Fatal
+		if c, early = b.tally.failNow(e); early {
+			trip, p := b.askTrip(c)
+			if p != nil {
+				// The predicate panicked: the failure is recorded as
+				// it is, then the panic continues.
+				defer panic(p)
+			} else if trip && b.stillAdmitted(ctx, d) {
+				o = gate.Fatal
+			}
 		}
 	}
 	u, err := b.gate.Record(ctx, b.name, d, o)
@@ -432,6 +456,13 @@ func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r resul
 	}
 	b.tally.settle(e, r, counted && !early, u.Generation, u.State)
 	b.observe(ctx, u.State)
+}
+
+// askTrip asks the trip predicate about c, recovering a panic of it
+// (p non-nil) so that the failure can still be recorded.
+func (b *Breaker) askTrip(c Counts) (trip bool, p any) {
+	defer func() { p = recover() }()
+	return b.trip(c), nil
 }
 
 // stillAdmitted reports whether the gate's record is still the Closed

@@ -55,7 +55,9 @@ type Config struct {
 	// it sees this process's counts only. When ReadyToTrip or FailureThreshold is set and Policy leaves
 	// ConsecutiveFailures at 0, the default memory gate switches its
 	// consecutive rule off (gate.Disabled), as gobreaker's ReadyToTrip
-	// replaces its default; set ConsecutiveFailures to keep both.
+	// replaces its default; set ConsecutiveFailures to keep both. Should it
+	// panic, the failure is still recorded, without a trip, and the panic
+	// continues.
 	ReadyToTrip func(Counts) bool
 	// FailureThreshold, when set, trips the breaker once the Counts hold
 	// that many failures while Closed: with CountWindow, that many of the

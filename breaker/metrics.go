@@ -35,7 +35,9 @@ type Metrics struct {
 	// was done, the goroutine exited through runtime.Goexit, or a
 	// state-change listener panicked while the call's admission was
 	// observed (the call then never runs and its probe lease, if any, is
-	// given back).
+	// given back), or a classifier (IsSuccessful, IsExcluded, a DoResult
+	// verdict) panicked while the call's outcome was classified (its
+	// lease is given back likewise).
 	Cancelled uint64
 	// Rejections counts calls refused without running (*OpenError).
 	Rejections uint64

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -55,4 +56,22 @@ func TestHedgeSettingsInCodeAreValidated(t *testing.T) {
 	assert.ErrorContains(t, err, "CHAT__BALANCE")
 	assert.ErrorContains(t, err, "CHAT__HEDGE_AFTER")
 	assert.ErrorContains(t, err, "CHAT__HEDGE_BUDGET")
+}
+
+// Hedge settings built in code, outside their legal ranges (NaN included),
+// are each named with what is legal.
+func TestHedgeSettingsInCodeOutOfRangeNameWhatIsLegal(t *testing.T) {
+	for want, sc := range map[string]config.ScopeSettings{
+		`CHAT__HEDGE_MAX="9" (legal: integer in [1, 4]`:     {HedgeMax: 9},
+		`CHAT__HEDGE_MAX="-1" (legal: integer in [1, 4]`:    {HedgeMax: -1},
+		`CHAT__HEDGE_AFTER_S="-1" (legal: seconds`:          {HedgeAfter: -time.Second},
+		`CHAT__HEDGE_AFTER="pNaN" (legal: pNN`:              {HedgeQuantile: math.NaN()},
+		`CHAT__HEDGE_AFTER="p100" (legal: pNN`:              {HedgeQuantile: 1},
+		`CHAT__HEDGE_BUDGET="NaN" (legal: a share of calls`: {HedgeBudget: math.NaN()},
+	} {
+		sc.Name = "CHAT"
+		sc.Sources = []config.Source{{Name: "a", BaseURL: "http://up.example"}}
+		err := (&config.Settings{Scopes: []config.ScopeSettings{sc}}).Validate()
+		assert.ErrorContains(t, err, want)
+	}
 }

@@ -2,6 +2,8 @@ package contracttest
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +34,8 @@ func requests(limit, remaining int64, reset time.Duration) gate.Advertised {
 // answer of the window just ended is not taken; the first answer is taken
 // less the calls admitted before anything was known; tokens count like requests,
 // a request larger than the window waiting for a whole window; a window spent
-// after its reset with no answer since does not hold its source back forever.
+// after its reset with no answer since does not hold its source back
+// forever; concurrent takes never admit more than is left.
 func RunBudget(t *testing.T, newGate BudgetFactory) {
 	t.Helper()
 	nonce := fmt.Sprintf("b%x", time.Now().UnixNano()&0xffffff)
@@ -166,5 +169,42 @@ func RunBudget(t *testing.T, newGate BudgetFactory) {
 		clk.Advance(10 * time.Second)
 		assert.True(t, take(t, g, src, 0).Allowed,
 			"a window and more after the last take, the budget no longer holds the source back")
+	})
+
+	t.Run("Budget/concurrent takes never exceed what is left", func(t *testing.T) {
+		g, _, src := h(t)
+		refresh(t, g, src, gate.Advertised{
+			Requests: gate.AdvertisedWindow{Limit: 100, Remaining: 20, Reset: 30 * time.Second},
+			Tokens:   gate.AdvertisedWindow{Limit: 10_000, Remaining: 1_500, Reset: 30 * time.Second},
+		})
+		const callers = 48
+		var (
+			wg              sync.WaitGroup
+			allowed, failed atomic.Int64
+			rejectedBy      sync.Map // Limit → true
+		)
+		for range callers {
+			wg.Go(func() {
+				d, err := g.Take(t.Context(), src, 100)
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case d.Allowed:
+					allowed.Add(1)
+				default:
+					rejectedBy.Store(d.Limit, true)
+				}
+			})
+		}
+		wg.Wait()
+		require.Zero(t, failed.Load())
+		assert.Equal(t, int64(15), allowed.Load(), "1,500 tokens at 100 a call, fewer than the 20 requests left")
+		_, byTokens := rejectedBy.Load(gate.LimitAdvertisedTokens)
+		assert.True(t, byTokens, "the rest are rejected by the token window")
+		a, ok, err := g.Read(t.Context(), src)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, int64(5), a.Requests.Remaining, "each admission took one request")
+		assert.Equal(t, int64(0), a.Tokens.Remaining, "and its tokens")
 	})
 }

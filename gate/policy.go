@@ -129,10 +129,11 @@ func (p Policy) Validate() error {
 	if p.WindowMinCalls < 0 {
 		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
 	}
-	if p.Window > 0 && p.WindowFailures == 0 && (p.WindowFailureRate <= 0 || p.WindowFailureRate > 1) {
+	// The negated comparisons also reject NaN.
+	if p.Window > 0 && p.WindowFailures == 0 && !(p.WindowFailureRate > 0 && p.WindowFailureRate <= 1) {
 		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set without WindowFailures")
 	}
-	if p.Window > 0 && p.WindowFailures > 0 && (p.WindowFailureRate < 0 || p.WindowFailureRate > 1) {
+	if p.Window > 0 && p.WindowFailures > 0 && !(p.WindowFailureRate >= 0 && p.WindowFailureRate <= 1) {
 		add("WindowFailureRate", p.WindowFailureRate, "in [0, 1] when WindowFailures is set (0: no rate rule)")
 	}
 	if p.WindowFailures < 0 {
@@ -147,7 +148,7 @@ func (p Policy) Validate() error {
 	if p.MaxCooldown < p.Cooldown {
 		add("MaxCooldown", p.MaxCooldown, fmt.Sprintf("≥ Cooldown (%v)", p.Cooldown))
 	}
-	if p.CooldownMultiplier < 1 {
+	if !(p.CooldownMultiplier >= 1) {
 		add("CooldownMultiplier", p.CooldownMultiplier, "≥ 1, or 0 for the default")
 	}
 	if p.ProbeTTL < time.Millisecond {

@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -35,6 +36,10 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		{"half-open calls below success threshold", gate.Policy{SuccessThreshold: 3, HalfOpenCalls: 2}, []string{"HalfOpenCalls=2"}},
 		{"negative half-open calls", gate.Policy{HalfOpenCalls: -1}, []string{"HalfOpenCalls=-1"}},
 		{"negative probe ttl", gate.Policy{ProbeTTL: -time.Second}, []string{"ProbeTTL=-1s"}},
+		{"NaN multiplier", gate.Policy{CooldownMultiplier: math.NaN()}, []string{"CooldownMultiplier=NaN"}},
+		{"NaN window rate", gate.Policy{Window: time.Second, WindowFailureRate: math.NaN()}, []string{"WindowFailureRate=NaN"}},
+		{"NaN window rate with window failures", gate.Policy{Window: time.Second, WindowFailures: 2, WindowFailureRate: math.NaN()},
+			[]string{"WindowFailureRate=NaN"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -173,6 +173,7 @@ func newHedgeEnv(t *testing.T, scope func(*config.ScopeSettings)) *hedgeEnv {
 	require.NoError(t, err)
 	q, err := memory.NewQuota(map[string]gate.Limits{
 		"s1": {MaxInFlight: 8, TPM: 1_000_000}, "s2": {MaxInFlight: 8, TPM: 1_000_000},
+		"s3": {MaxInFlight: 8, TPM: 1_000_000},
 	}, memory.WithClock(clk))
 	require.NoError(t, err)
 	e := &hedgeEnv{clk: clk, breaker: b, quota: q, settles: &settleLog{QuotaGate: q, settled: map[string][]int64{}},

@@ -34,7 +34,8 @@
 // and gen_ai.usage.output_tokens, gen_ai.response.time_to_first_chunk (s) for
 // a streamed answer, server.address and server.port (from the source's base
 // URL), http.response.status_code and error.type (the status code, or pgw's
-// outcome class) when it failed, and pgw's own: pgw.scope, pgw.source,
+// outcome class) when it failed (an abandoned answer or a lost hedge race
+// is no failure: no error.type, no error status), and pgw's own: pgw.scope, pgw.source,
 // pgw.priority (the source's tier), pgw.breaker.state (the breaker's state
 // when it admitted the attempt), pgw.probe (the attempt held the half-open
 // probe lease), pgw.attempt (from 1), pgw.outcome (success, failure,

@@ -198,8 +198,10 @@ func (ob *Observer) EndAttempt(ctx context.Context, e observe.AttemptRecord) {
 	if as == nil {
 		return
 	}
+	// An abandoned answer and a lost hedge race were ended by pgw or its
+	// caller, not failed: neither is an error.
 	var errType string
-	if e.Outcome != observe.OutcomeSuccess && e.Outcome != observe.OutcomeAbandoned {
+	if e.Outcome != observe.OutcomeSuccess && e.Outcome != observe.OutcomeAbandoned && e.Outcome != observe.OutcomeHedgeLost {
 		errType = e.Outcome
 		if e.Status > 0 {
 			errType = strconv.Itoa(e.Status)
