@@ -126,8 +126,8 @@ func (b *Breaker) State() gate.State {
 // A panic in fn is recorded as a failure and then continues with its original
 // value. A panic in a classifier of the Config (IsSuccessful, IsExcluded) or
 // of DoResult records no verdict: the admission is given back, the call
-// counts in Metrics.Cancelled, and the panic continues. Execute is safe for concurrent use; on the success path it allocates
-// nothing.
+// counts in Metrics.Cancelled, and the panic continues. Execute is safe for
+// concurrent use; on the success path it allocates nothing.
 func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
 	if fn == nil {
 		panic("pgw/breaker: Execute called with a nil function")
