@@ -1,7 +1,6 @@
 package retry_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/config"
-	"github.com/pgw-go/pgw/retry"
-	"github.com/pgw-go/pgw/transport"
 )
 
 // HEDGE_MAX bounds the hedges one call may start: with the default, one
@@ -26,13 +23,7 @@ func TestHedgeMaxBoundsTheHedgesOfOneCall(t *testing.T) {
 	t.Run("default one", func(t *testing.T) {
 		e := newHedgeEnv(t, three(config.DefaultHedgeMax))
 		tr := newGatedChat("s1", "s2", "s3")
-		chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-		done := make(chan *retry.Stream, 1)
-		go func() {
-			s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-			assert.NoError(t, err)
-			done <- s
-		}()
+		done := streamInBackground(t, e, tr)
 		require.Equal(t, "s1", <-tr.opened)
 		e.timer.fire(t)
 		require.Equal(t, "s2", <-tr.opened)
@@ -49,13 +40,7 @@ func TestHedgeMaxBoundsTheHedgesOfOneCall(t *testing.T) {
 	t.Run("HEDGE_MAX=2", func(t *testing.T) {
 		e := newHedgeEnv(t, three(2))
 		tr := newGatedChat("s1", "s2", "s3")
-		chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-		done := make(chan *retry.Stream, 1)
-		go func() {
-			s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-			assert.NoError(t, err)
-			done <- s
-		}()
+		done := streamInBackground(t, e, tr)
 		require.Equal(t, "s1", <-tr.opened)
 		e.timer.fire(t)
 		second := <-tr.opened

@@ -75,6 +75,20 @@ func (q *settleLog) of(source string) []int64 {
 	return append([]int64(nil), q.settled[source]...)
 }
 
+// streamInBackground starts a chat stream on e's loop through tr, the
+// way a caller would, and hands the stream over once it opens.
+func streamInBackground(t *testing.T, e *hedgeEnv, tr *gatedChat) <-chan *retry.Stream {
+	t.Helper()
+	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
+	done := make(chan *retry.Stream, 1)
+	go func() {
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
+		assert.NoError(t, err)
+		done <- s
+	}()
+	return done
+}
+
 // gatedChat answers a source's first chunk only when its gate is closed;
 // until then its Recv waits (for its ctx too, unless deaf).
 type gatedChat struct {
@@ -304,13 +318,7 @@ func snapshotState(t *testing.T, e *hedgeEnv, s string) gate.State {
 func TestHedgeStreamThePrimaryWinsAndTheHedgeIsWasted(t *testing.T) {
 	e := newHedgeEnv(t, nil)
 	tr := newGatedChat("s1", "s2")
-	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := make(chan *retry.Stream, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		assert.NoError(t, err)
-		done <- s
-	}()
+	done := streamInBackground(t, e, tr)
 	<-tr.opened
 	e.timer.fire(t)
 	<-tr.opened
@@ -369,13 +377,7 @@ func TestHedgeALostProbeFreesItsLease(t *testing.T) {
 	require.NoError(t, err)
 	e.clk.Advance(cooldown + time.Second) // s2 is HalfOpen: its next admission is a probe
 	tr := newGatedChat("s1", "s2")
-	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := make(chan *retry.Stream, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		assert.NoError(t, err)
-		done <- s
-	}()
+	done := streamInBackground(t, e, tr)
 	<-tr.opened
 	e.timer.fire(t)
 	<-tr.opened
@@ -426,13 +428,7 @@ func TestHedgeAFailedHedgeLeavesThePrimaryRunning(t *testing.T) {
 	e := newHedgeEnv(t, nil)
 	tr := newGatedChat("s1", "s2")
 	tr.fail["s2"] = errBoom
-	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := make(chan *retry.Stream, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		assert.NoError(t, err)
-		done <- s
-	}()
+	done := streamInBackground(t, e, tr)
 	<-tr.opened
 	e.timer.fire(t)
 	<-tr.opened
@@ -471,13 +467,7 @@ func TestHedgeSkipsWhenNoOtherSourceIsAdmitted(t *testing.T) {
 	_, err = e.breaker.Record(context.Background(), "s2", d, gate.Failure) // s2 open
 	require.NoError(t, err)
 	tr := newGatedChat("s1", "s2")
-	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := make(chan *retry.Stream, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		assert.NoError(t, err)
-		done <- s
-	}()
+	done := streamInBackground(t, e, tr)
 	<-tr.opened
 	e.timer.fire(t)
 	require.Eventually(t, func() bool { return len(e.hedgeEvents()) == 1 }, 5*time.Second, time.Millisecond)
