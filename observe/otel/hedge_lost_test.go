@@ -1,7 +1,6 @@
 package otel_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -11,23 +10,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/pgw-go/pgw"
-	"github.com/pgw-go/pgw/internal/testutil"
 )
 
 // The attempt that lost a hedge race was cancelled by pgw, not failed: its
 // span is not an error span and has no error.type, and the GenAI duration
 // metric does not count it as an error, like an abandoned stream.
 func TestALostHedgeIsNotAnError(t *testing.T) {
-	primary, backup := testutil.NewUpstream(t), testutil.NewUpstream(t)
-	primary.SetDefault(testutil.Chat, testutil.Reply{FirstTokenDelay: time.Minute})
-	env := chatEnv(primary, backup)
-	env["CHAT__HEDGE_AFTER_S"] = "0.01"
-	r := newRig(t, env)
-	resp, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
-	require.NoError(t, err)
-	require.Equal(t, "backup", resp.Source)
+	r, _, _ := hedgedChat(t)
 
 	var lost []tracetest.SpanStub
 	require.Eventually(t, func() bool {

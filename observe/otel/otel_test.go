@@ -516,10 +516,11 @@ func TestTraceparentReachesUpstreamThroughHTTPClient(t *testing.T) {
 	}
 }
 
-// A hedged call shows its hedge on the call's span: fired and won by the
-// backup, and the lost attempt's span with its outcome; both attempts carry
-// their own trace context upstream; pgw_hedges_total counts the events.
-func TestHedgeEventsOnTheCallSpan(t *testing.T) {
+// hedgedChat is a rig whose scope hedges after 10 ms onto a backup, and
+// one Chat on it that the backup won: the primary would take a minute to
+// answer. It returns the rig and both upstreams.
+func hedgedChat(t *testing.T) (*rig, *testutil.Upstream, *testutil.Upstream) {
+	t.Helper()
 	primary, backup := testutil.NewUpstream(t), testutil.NewUpstream(t)
 	primary.SetDefault(testutil.Chat, testutil.Reply{FirstTokenDelay: time.Minute})
 	env := chatEnv(primary, backup)
@@ -528,6 +529,14 @@ func TestHedgeEventsOnTheCallSpan(t *testing.T) {
 	resp, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
 	require.NoError(t, err)
 	require.Equal(t, "backup", resp.Source)
+	return r, primary, backup
+}
+
+// A hedged call shows its hedge on the call's span: fired and won by the
+// backup, and the lost attempt's span with its outcome; both attempts carry
+// their own trace context upstream; pgw_hedges_total counts the events.
+func TestHedgeEventsOnTheCallSpan(t *testing.T) {
+	r, primary, backup := hedgedChat(t)
 
 	var calls, atts []tracetest.SpanStub
 	require.Eventually(t, func() bool {
