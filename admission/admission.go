@@ -244,9 +244,9 @@ func New(cfg Config) (*SourceAdmission, error) {
 			a.heard[i] = a.adv.sources[src.Name]
 		}
 	}
+	a.slots = make([]slotWait, len(a.sel.sources))
 	if a.writer != nil {
 		a.probes = make([]probeWait, len(a.sel.sources))
-		a.slots = make([]slotWait, len(a.sel.sources))
 	}
 	return a, nil
 }
@@ -327,6 +327,8 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	reruns := 0
+round:
 	var buf [maxStackSources]int
 	it := a.sel.iter(buf[:0], attemptFails)
 	// The clock is read only when needed: the common round, a Closed first
@@ -340,6 +342,8 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 	}
 	var rej Rejections
 	var gateErr error
+	var fullBuf [4]slotAsk
+	full := fullBuf[:0] // the sources whose in-flight slots refused this round
 	for i, ok := it.next(); ok; i, ok = it.next() {
 		slotWaited := false
 	again: // the source once more, after a wait for a slot (awaitSlot)
@@ -433,6 +437,9 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				if a.awaitSlot(ctx, i, qd.Limit, epoch, &slotWaited) {
 					goto again
 				}
+				if qd.Limit == gate.LimitInFlight {
+					full = append(full, slotAsk{i, epoch})
+				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
@@ -451,6 +458,12 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 				t.giveBack(ctx)
 				if a.awaitSlot(ctx, i, qd.Limit, epoch, &slotWaited) {
 					goto again
+				}
+				if qd.Limit == gate.LimitInFlight {
+					full = append(full, slotAsk{i, epoch})
+				}
+				if qd.Limit == gate.LimitInFlight {
+					full = append(full, slotAsk{i, epoch})
 				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
@@ -476,10 +489,45 @@ func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int,
 		}
 		return t, rej, nil
 	}
+	if reruns < maxSlotReruns && a.slotFreedSince(full) {
+		// A slot of a source that refused came back after it was asked:
+		// the round visits its sources one after another, so another
+		// call of this process may have freed one while this round was
+		// asking the next source, and taken one of that source's. Every
+		// slot then looks held, though none is at any one instant — a
+		// split call's parts, no more of them at once than the scope has
+		// slots, would refuse each other. Asked again, the sources tell.
+		reruns++
+		goto round
+	}
 	if gateErr != nil && !a.waitable(rej) {
 		return nil, rej, gateErr
 	}
 	return nil, rej, nil
+}
+
+// maxSlotReruns bounds the rounds Pick runs again after an in-flight slot
+// came back during one (slotFreedSince). Each rerun needs a slot given back
+// while the round ran; bounded, a source whose slots churn under other
+// calls' contention still refuses a fail_fast call promptly.
+const maxSlotReruns = 3
+
+// slotAsk is a source (selector index) whose in-flight slots refused a
+// round, and its slot epoch before it was asked.
+type slotAsk struct {
+	i     int
+	epoch uint64
+}
+
+// slotFreedSince reports whether a slot of one of the sources in full was
+// given back since it was asked.
+func (a *SourceAdmission) slotFreedSince(full []slotAsk) bool {
+	for _, f := range full {
+		if a.slotEpoch(f.i) != f.epoch {
+			return true
+		}
+	}
+	return false
 }
 
 // silentAt reports whether Pick may skip the budget of the source at
@@ -604,11 +652,11 @@ func (a *SourceAdmission) probeWritten(t *Ticket) {
 	p.mu.Unlock()
 }
 
-// slotWait tracks the outcomes of one source that wait in the writer and
-// free an in-flight slot when written.
+// slotWait tracks the in-flight slots one source's tickets give back: those
+// whose outcomes wait in the writer, and a count of all given back so far.
 type slotWait struct {
-	n    atomic.Int32  // outcomes queued and not yet written; read without mu
-	done atomic.Uint64 // outcomes written so far: an epoch a round reads before it asks
+	n    atomic.Int32  // outcomes queued in the writer and not yet written; read without mu
+	done atomic.Uint64 // slots given back so far (written, or given back on the caller's goroutine): an epoch a round reads before it asks
 	mu   sync.Mutex
 	ch   chan struct{} // closed when the next of them is written; nil: none waits
 }
@@ -635,28 +683,23 @@ func (a *SourceAdmission) slotWritten(t *Ticket) {
 	s.mu.Unlock()
 }
 
-// slotEpoch is source i's count of written outcomes that freed a slot,
-// read before its quota is asked (awaitSlot).
-func (a *SourceAdmission) slotEpoch(i int) uint64 {
-	if a.slots == nil {
-		return 0
-	}
-	return a.slots[i].done.Load()
-}
+// slotEpoch is source i's count of slots given back, read before its quota
+// is asked (awaitSlot, slotFreedSince).
+func (a *SourceAdmission) slotEpoch(i int) uint64 { return a.slots[i].done.Load() }
 
 // awaitSlot is called when source i's quota refused an admission (limit:
 // the limit that refused it; epoch: slotEpoch before it was asked): when
 // that is its in-flight slots, and this admission's own outcomes that free
 // one are still in the writer, it makes a lingering round write them and
 // waits until the next of them is written (bounded by ctx), and reports
-// true: the source is worth asking again — as it is when one was written
+// true: the source is worth asking again — as it is when one was given back
 // since the quota was asked. A caller that calls again as soon as its call
 // returned would otherwise be refused its own finished call's slot.
 // *waited makes it once per source per round. During an outage of the
 // breaker's store (storeOut) it does not wait, as Pick waits for no probe
 // outcome then: the writer tries the store for up to its write timeout.
 func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, epoch uint64, waited *bool) bool {
-	if limit != gate.LimitInFlight || *waited || a.slots == nil || a.storeOut() {
+	if limit != gate.LimitInFlight || *waited || a.storeOut() {
 		return false
 	}
 	s := &a.slots[i]

@@ -136,6 +136,8 @@ func (t *Ticket) giveBackGates(ctx context.Context, r Result, written bool) (gat
 	}
 	if written {
 		a.slotWritten(t)
+	} else if t.leased() {
+		a.slots[t.idx].done.Add(1) // the slot is back: a round it refused may ask again
 	}
 	if err != nil {
 		errRecord = fmt.Errorf("record %s: %w", o, err)
