@@ -37,21 +37,30 @@ func (h *hookedQuota) Settle(ctx context.Context, p gate.Permit, actual int64) e
 func (h *hookedQuota) Release(ctx context.Context, p gate.Permit) error { return h.q.Release(ctx, p) }
 
 // slotPair is an admission over s1 then s2 (priority order), one in-flight
-// slot each, with calls given back on the caller's goroutine.
-func slotPair(t *testing.T) (*admission.SourceAdmission, *hookedQuota) {
+// slot each, with calls given back on the caller's goroutine, and the two
+// tickets that hold the slots of s1 and of s2.
+func slotPair(t *testing.T) (adm *admission.SourceAdmission, hq *hookedQuota, onS1, onS2 *admission.Ticket) {
 	t.Helper()
 	b, err := memory.NewBreaker(gate.Policy{})
 	require.NoError(t, err)
 	mq, err := memory.NewQuota(map[string]gate.Limits{"s1": {MaxInFlight: 1}, "s2": {MaxInFlight: 1}})
 	require.NoError(t, err)
-	hq := &hookedQuota{q: mq, asked: map[string]int{}}
-	adm, err := admission.New(admission.Config{
+	hq = &hookedQuota{q: mq, asked: map[string]int{}}
+	adm, err = admission.New(admission.Config{
 		Scope:   "EMBEDDING",
 		Sources: []admission.Source{{Name: "s1"}, {Name: "s2", Priority: 1}},
 		Breaker: b, Quota: hq, Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	return adm, hq
+	ctx := context.Background()
+	onS1, _, err = adm.Pick(ctx, nil, 0)
+	require.NoError(t, err)
+	require.Equal(t, "s1", onS1.Source)
+	onS2, _, err = adm.Pick(ctx, nil, 0)
+	require.NoError(t, err)
+	require.Equal(t, "s2", onS2.Source)
+	clear(hq.asked)
+	return adm, hq, onS1, onS2
 }
 
 // A round asks its sources one after another. When another call gives s1's
@@ -61,21 +70,13 @@ func slotPair(t *testing.T) (*admission.SourceAdmission, *hookedQuota) {
 // this way under QUOTA_FULL=fail_fast.
 func TestRoundAsksAgainWhenASlotCameBackDuringIt(t *testing.T) {
 	ctx := context.Background()
-	adm, hq := slotPair(t)
-	a, _, err := adm.Pick(ctx, nil, 0)
-	require.NoError(t, err)
-	require.Equal(t, "s1", a.Source)
-	b, _, err := adm.Pick(ctx, nil, 0)
-	require.NoError(t, err)
-	require.Equal(t, "s2", b.Source)
-
+	adm, hq, a, b := slotPair(t)
 	hq.before = func(source string) {
 		if source == "s2" && a != nil {
 			require.NoError(t, a.Done(ctx, admission.Result{Outcome: gate.Success}))
 			a = nil
 		}
 	}
-	clear(hq.asked)
 	tk, rej, err := adm.Pick(ctx, nil, 0)
 	require.NoError(t, err)
 	require.NotNil(t, tk, "s1's slot was free when the round ended: %v", rej)
@@ -90,12 +91,7 @@ func TestRoundAsksAgainWhenASlotCameBackDuringIt(t *testing.T) {
 // slot held is refused at once: one question per source.
 func TestRoundRefusedWhenNoSlotCameBack(t *testing.T) {
 	ctx := context.Background()
-	adm, hq := slotPair(t)
-	a, _, err := adm.Pick(ctx, nil, 0)
-	require.NoError(t, err)
-	b, _, err := adm.Pick(ctx, nil, 0)
-	require.NoError(t, err)
-	clear(hq.asked)
+	adm, hq, a, b := slotPair(t)
 	tk, rej, err := adm.Pick(ctx, nil, 0)
 	require.NoError(t, err)
 	require.Nil(t, tk)
@@ -114,11 +110,7 @@ func TestRoundRefusedWhenNoSlotCameBack(t *testing.T) {
 // held in a loop by others' traffic.
 func TestRoundsAskAgainBoundedUnderChurn(t *testing.T) {
 	ctx := context.Background()
-	adm, hq := slotPair(t)
-	a, _, err := adm.Pick(ctx, nil, 0)
-	require.NoError(t, err)
-	b, _, err := adm.Pick(ctx, nil, 0)
-	require.NoError(t, err)
+	adm, hq, a, b := slotPair(t)
 	inHook := false
 	hq.before = func(source string) {
 		if source != "s2" || inHook {
@@ -133,7 +125,6 @@ func TestRoundsAskAgainBoundedUnderChurn(t *testing.T) {
 		require.Equal(t, "s1", next.Source)
 		a = next
 	}
-	clear(hq.asked)
 	tk, rej, err := adm.Pick(ctx, nil, 0)
 	require.NoError(t, err)
 	require.Nil(t, tk)
