@@ -63,16 +63,16 @@ func TestHedgeSettingsInCodeAreValidated(t *testing.T) {
 // are each named with what is legal.
 func TestHedgeSettingsInCodeOutOfRangeNameWhatIsLegal(t *testing.T) {
 	for want, sc := range map[string]config.ScopeSettings{
-		`CHAT__HEDGE_MAX="9" (legal: integer in [1, 4]`:     {HedgeMax: 9},
-		`CHAT__HEDGE_MAX="-1" (legal: integer in [1, 4]`:    {HedgeMax: -1},
-		`CHAT__HEDGE_AFTER_S="-1" (legal: seconds`:          {HedgeAfter: -time.Second},
-		`CHAT__HEDGE_AFTER="pNaN" (legal: pNN`:              {HedgeQuantile: math.NaN()},
-		`CHAT__HEDGE_AFTER="p100" (legal: pNN`:              {HedgeQuantile: 1},
-		`CHAT__HEDGE_BUDGET="NaN" (legal: a share of calls`: {HedgeBudget: math.NaN()},
+		`CHAT__HEDGE_MAX="9" (legal: integer in [1, 4]`:      {HedgeMax: 9},
+		`CHAT__HEDGE_MAX="-1" (legal: integer in [1, 4]`:     {HedgeMax: -1},
+		`CHAT__HEDGE_AFTER_S="-1" (legal: seconds`:           {HedgeAfter: -time.Second},
+		`CHAT__HEDGE_AFTER="pNaN" (legal: pNN`:               {HedgeQuantile: math.NaN()},
+		`CHAT__HEDGE_AFTER="p100" (legal: pNN`:               {HedgeQuantile: 1},
+		`CHAT__HEDGE_BUDGET="NaN" (legal: a share of calls`:  {HedgeBudget: math.NaN()},
 		`CHAT__HEDGE_BUDGET="+Inf" (legal: a share of calls`: {HedgeBudget: math.Inf(1)},
 		`CHAT__HEDGE_BUDGET="-Inf" (legal: a share of calls`: {HedgeBudget: math.Inf(-1)},
-		`CHAT__HEDGE_AFTER="p+Inf" (legal: pNN`:             {HedgeQuantile: math.Inf(1)},
-		`CHAT__HEDGE_AFTER="p-Inf" (legal: pNN`:             {HedgeQuantile: math.Inf(-1)},
+		`CHAT__HEDGE_AFTER="p+Inf" (legal: pNN`:              {HedgeQuantile: math.Inf(1)},
+		`CHAT__HEDGE_AFTER="p-Inf" (legal: pNN`:              {HedgeQuantile: math.Inf(-1)},
 	} {
 		sc.Name = "CHAT"
 		sc.Sources = []config.Source{{Name: "a", BaseURL: "http://up.example"}}
