@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -81,7 +80,7 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 			}
 			return nil, fmt.Errorf("anthropic: source %q: decode message: %w", src.Name, err)
 		}
-		if hasError(m.Error) {
+		if provider.HasAnswerError(m.Error) {
 			// {"type": "error", "error": {…}} with status 200: the failure
 			// it reports, as the same error in a stream's error event.
 			return nil, answerError(src, m.Error)
@@ -331,7 +330,7 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 		return ch, true, nil
 	case "error":
 		field := ev.Error
-		if !hasError(field) {
+		if !provider.HasAnswerError(field) {
 			field = raw // an error event without its "error" object
 		}
 		return ch, false, answerError(s.src, field)
@@ -440,10 +439,4 @@ func (s *Stream) fromMessage(m wireMessageOut) []transport.ChatChunk {
 	u := s.usage
 	out = append(out, transport.ChatChunk{FinishReason: s.finishReason(m.StopReason), Usage: &u})
 	return out
-}
-
-// hasError reports whether an "error" field holds something.
-func hasError(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return s != "" && s != "null"
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/provider"
@@ -38,10 +37,4 @@ func upstreamError(src transport.Source, errField json.RawMessage) *UpstreamErro
 		msg = "an error object without a message, type or code"
 	}
 	return &UpstreamError{Source: src.Name, Message: msg, StatusCode: eb.Status(), quota: eb.InsufficientQuota()}
-}
-
-// hasError reports whether an "error" field holds something.
-func hasError(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return s != "" && s != "null"
 }

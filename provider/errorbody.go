@@ -146,6 +146,14 @@ func ParseAnswerError(src config.Source, field []byte) ErrorBody {
 	return e
 }
 
+// HasAnswerError reports whether the value of an "error" field in a 2xx
+// answer or an event reports an error: it is present and not null (the
+// Responses API's success says "error": null).
+func HasAnswerError(field []byte) bool {
+	v := strings.TrimSpace(string(field))
+	return v != "" && v != "null"
+}
+
 // ParseSourceError is ParseError for an answer of src: every one of src's
 // Credentials is redacted from the message, the type and the code, so that
 // an upstream that echoes the request (its URL, its headers) shows none of
