@@ -77,7 +77,7 @@ func TestChatStreamErrorEventAfterTheFirstChunkIsReturnedAndRecorded(t *testing.
 		provider, body string
 		status         int
 	}{
-		"openai":    {"openai", lateOpenAIError, 0}, // an *openai.UpstreamError, which has no status
+		"openai":    {"openai", lateOpenAIError, 0}, // an *openai.UpstreamError, not a *pgw.HTTPError
 		"anthropic": {"anthropic", lateAnthropicError, 529},
 	} {
 		t.Run(name, func(t *testing.T) {

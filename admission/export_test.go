@@ -23,3 +23,12 @@ func (a *SourceAdmission) ProbeWaiting(source string) int {
 	}
 	return 0
 }
+
+// OnCount makes f run before and after each count of an outcome as
+// written, failed or dropped (f must not block). Set before the writer is
+// used.
+func (w *Writer) OnCount(f func()) { w.step = f }
+
+// Closing is closed once Close has begun: the writer takes no outcome from
+// then on.
+func (w *Writer) Closing() <-chan struct{} { return w.closing }

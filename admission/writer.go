@@ -62,6 +62,9 @@ type WriterConfig struct {
 }
 
 // WriterStats counts what a Writer did with the outcomes handed to it.
+// Every outcome handed over (every Ticket.Done that reached the writer,
+// ErrWriterFull included) is counted exactly once in Written, Failed,
+// Dropped and Unwritten together, in any WriterStats Stats returns.
 type WriterStats struct {
 	// Written outcomes were given back to their gates without error.
 	Written uint64
@@ -138,19 +141,23 @@ type Writer struct {
 	wake   chan struct{} // (1) a lingering round should end: see round
 	held   atomic.Int32  // outcomes the lingering round holds (0: none lingers)
 	hurry  atomic.Bool   // the next round written without lingering (flush)
-	// unwritten counts outcomes accepted by put and not yet counted as
-	// written, failed or dropped (WriterStats.Unwritten).
-	unwritten atomic.Int64
-	closing   chan struct{} // closed by Close
-	log       *slog.Logger
-	base      context.Context // cancelled when Close gives up waiting
-	abandon   context.CancelFunc
-	wg        sync.WaitGroup
+	// handed counts the outcomes put was given, queued or refused. Each
+	// is then counted once more, as written, failed or dropped, and
+	// WriterStats.Unwritten is the difference: no outcome is ever counted
+	// twice nor missed by a Stats that runs meanwhile, as a separate
+	// counter of the unwritten, which each outcome must also leave, would.
+	handed  atomic.Uint64
+	closing chan struct{} // closed by Close
+	log     *slog.Logger
+	base    context.Context // cancelled when Close gives up waiting
+	abandon context.CancelFunc
+	wg      sync.WaitGroup
 
 	mu     sync.RWMutex // guards closed against sends on a closed q
 	closed bool
 
 	written, failed, dropped atomic.Uint64
+	step                     func()       // test hook: called around each count (nil: none)
 	lastDropLog, lastFailLog atomic.Int64 // unix ns
 }
 
@@ -223,16 +230,29 @@ func defaultLinger(timeout time.Duration) time.Duration {
 // Timeout returns the bound of each write.
 func (w *Writer) Timeout() time.Duration { return w.timeout }
 
-// Stats returns the writer's counts so far.
+// Stats returns the writer's counts so far. Each outcome handed over is
+// counted exactly once in Written, Failed, Dropped and Unwritten together,
+// however Stats and the writes interleave.
 func (w *Writer) Stats() WriterStats {
-	return WriterStats{
+	// The outcomes' last counts first, then what was handed over: one
+	// counted in the first is handed over in the second, so Unwritten never
+	// counts it again, and one counted after the first reads is in
+	// Unwritten.
+	s := WriterStats{
 		Written: w.written.Load(),
 		Failed:  w.failed.Load(),
 		Dropped: w.dropped.Load(),
-		Queued:  len(w.q) + int(w.held.Load()),
-
-		Unwritten: int(w.unwritten.Load()),
 	}
+	s.Unwritten = int(w.handed.Load() - s.Written - s.Failed - s.Dropped)
+	s.Queued = len(w.q) + int(w.held.Load())
+	return s
+}
+
+// count counts one outcome as written, failed or dropped (n: which).
+func (w *Writer) count(n *atomic.Uint64) {
+	w.hook()
+	n.Add(1)
+	w.hook()
 }
 
 // put queues t's outcome, or reports false when the queue is full or the
@@ -240,7 +260,7 @@ func (w *Writer) Stats() WriterStats {
 func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 	// Read before the send: once queued, t is the writer's.
 	urgent := t.ordered
-	w.unwritten.Add(1) // before the send: a worker may count it at once
+	w.handed.Add(1) // before the send: a worker may count it at once
 	w.mu.RLock()
 	ok := false
 	if !w.closed {
@@ -251,9 +271,6 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 		}
 	}
 	w.mu.RUnlock()
-	if !ok {
-		w.unwritten.Add(-1)
-	}
 	if ok && (urgent || w.full(len(w.q), int(w.held.Load()))) {
 		select {
 		case w.wake <- struct{}{}:
@@ -261,7 +278,7 @@ func (w *Writer) put(ctx context.Context, t *Ticket, r Result) bool {
 		}
 	}
 	if !ok {
-		w.dropped.Add(1)
+		w.count(&w.dropped)
 		if w.rateOK(&w.lastDropLog) {
 			w.log.Warn("pgw: outcome writer full or closed; outcomes dropped (their leases expire by themselves)",
 				"scope", t.a.scope, "source", t.Source, "dropped_total", w.dropped.Load())
@@ -292,6 +309,13 @@ func (w *Writer) rateOK(last *atomic.Int64) bool {
 	now := time.Now().UnixNano()
 	prev := last.Load()
 	return now-prev >= int64(time.Second) && last.CompareAndSwap(prev, now)
+}
+
+// hook calls the test hook, if any.
+func (w *Writer) hook() {
+	if w.step != nil {
+		w.step()
+	}
 }
 
 // maxBatch bounds how many queued outcomes one worker writes in one round.
@@ -329,11 +353,10 @@ func (w *Writer) work() {
 		}
 		if w.base.Err() != nil {
 			for _, p := range batch {
-				w.dropped.Add(1)
+				w.count(&w.dropped)
 				p.t.a.probeWritten(p.t)
 				p.t.a.slotWritten(p.t)
 			}
-			w.unwritten.Add(-int64(len(batch)))
 			continue
 		}
 		// One batch per scope, in queue order within each.
@@ -390,18 +413,17 @@ func (w *Writer) tell(gs []given) {
 	for _, g := range gs {
 		switch {
 		case g.dropped:
-			w.dropped.Add(1)
+			w.count(&w.dropped)
 		case g.err != nil:
-			w.failed.Add(1)
+			w.count(&w.failed)
 			if w.rateOK(&w.lastFailLog) {
 				w.log.Warn("pgw: writing an outcome failed", "scope", g.a.scope, "source", g.source,
 					"err", g.err, "failed_total", w.failed.Load())
 			}
 		default:
-			w.written.Add(1)
+			w.count(&w.written)
 		}
 	}
-	w.unwritten.Add(-int64(len(gs)))
 }
 
 // round takes the next round of outcomes into batch: it waits for one and

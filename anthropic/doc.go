@@ -66,9 +66,12 @@
 // together on the last chunk. ping events are skipped; event types the
 // transport does not know are ignored and counted (UnknownEvents). A body
 // that ends before message_stop and before the stop reason is a
-// *StreamCutError; an error event is a
+// *StreamCutError; an error event, or a 200 JSON answer that is an error
+// ({"type": "error", "error": {…}}), is a
 // *transport.HTTPError with the status its error type stands for (529 for
-// overloaded_error, 429 for rate_limit_error, 402 for billing_error, …), so
+// overloaded_error, 429 for rate_limit_error, 402 for billing_error, 401
+// for authentication_error, 403 for permission_error, …;
+// provider.ErrorBody.Status, the table the gateway's http client uses), so
 // it is classified like the same error sent as a status; one whose type
 // says the credit is spent (credit_balance_too_low) is fatal, as it is sent
 // as a status.

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net/http"
 	"sync"
 	"sync/atomic"
 
-	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/sse"
 	"github.com/pgw-go/pgw/observe"
@@ -81,6 +79,11 @@ func (c *Client) ChatStream(ctx context.Context, src transport.Source, req trans
 				return nil, ctxErr
 			}
 			return nil, fmt.Errorf("anthropic: source %q: decode message: %w", src.Name, err)
+		}
+		if provider.HasAnswerError(m.Error) {
+			// {"type": "error", "error": {…}} with status 200: the failure
+			// it reports, as the same error in a stream's error event.
+			return nil, answerError(src, m.Error)
 		}
 		observe.NoteResponseModel(ctx, m.Model)
 		s.whole = s.fromMessage(m)
@@ -326,18 +329,28 @@ func (s *Stream) event(ev wireEvent, raw []byte) (ch transport.ChatChunk, done b
 	case "message_stop":
 		return ch, true, nil
 	case "error":
-		return ch, false, s.errorEvent(raw)
+		field := ev.Error
+		if !provider.HasAnswerError(field) {
+			field = raw // an error event without its "error" object
+		}
+		return ch, false, answerError(s.src, field)
 	default:
 		s.unknown.Add(1)
 	}
 	return ch, false, nil
 }
 
-// errorEvent turns an error event into the HTTPError of the status its type
-// stands for (provider.ErrorBody.Status), marked as a spent quota when its type says so (errs.SpentQuota).
-func (s *Stream) errorEvent(raw []byte) error {
-	e := provider.ParseSourceError(config.ProviderAnthropic, s.src, http.StatusOK, raw)
-	he := &errs.HTTPError{StatusCode: e.Status(), Message: e.Text()}
+// answerError turns the error of an error event, or of an error object
+// in a 200 answer, into the HTTPError of the status its type stands for
+// (provider.ErrorBody.Status, the table the http client classes it by),
+// marked as a spent quota when its type says so (errs.SpentQuota).
+func answerError(src transport.Source, field json.RawMessage) error {
+	e := provider.ParseAnswerError(src, field)
+	msg := e.Text()
+	if msg == "" {
+		msg = "an error without a message or type"
+	}
+	he := &errs.HTTPError{StatusCode: e.Status(), Message: msg}
 	if e.InsufficientQuota() {
 		return errs.SpentQuota(he)
 	}
@@ -395,6 +408,7 @@ func (s *Stream) release(drain bool) {
 
 // wireMessageOut is a whole (non-streamed) message.
 type wireMessageOut struct {
+	Error   json.RawMessage `json:"error"`
 	Content []struct {
 		Type  string          `json:"type"`
 		Text  string          `json:"text"`

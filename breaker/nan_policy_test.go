@@ -24,6 +24,20 @@ func TestNewRejectsNaNPolicyFloats(t *testing.T) {
 	ce, ok := errors.AsType[*breaker.ConfigError](err)
 	require.True(t, ok, "got %v", err)
 	assert.Len(t, ce.Problems, 2)
-	assert.ErrorContains(t, err, "Policy.CooldownMultiplier=NaN (legal: ≥ 1")
+	assert.ErrorContains(t, err, "Policy.CooldownMultiplier=NaN (legal: in [1, 1000]")
 	assert.ErrorContains(t, err, "Policy.WindowFailureRate=NaN (legal: in (0, 1]")
+}
+
+// So is an infinite one: a multiplier of +Inf would grow a cooldown past
+// anything a duration holds, and a Redis gate could not read it.
+func TestNewRejectsInfinitePolicyFloats(t *testing.T) {
+	_, err := breaker.New("api", breaker.Config{Policy: gate.Policy{
+		CooldownMultiplier: math.Inf(1),
+		Window:             time.Second, WindowFailureRate: math.Inf(-1),
+	}})
+	ce, ok := errors.AsType[*breaker.ConfigError](err)
+	require.True(t, ok, "got %v", err)
+	assert.Len(t, ce.Problems, 2)
+	assert.ErrorContains(t, err, "Policy.CooldownMultiplier=+Inf (legal: in [1, 1000]")
+	assert.ErrorContains(t, err, "Policy.WindowFailureRate=-Inf (legal: in (0, 1]")
 }

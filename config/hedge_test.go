@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/config"
 )
@@ -62,16 +63,38 @@ func TestHedgeSettingsInCodeAreValidated(t *testing.T) {
 // are each named with what is legal.
 func TestHedgeSettingsInCodeOutOfRangeNameWhatIsLegal(t *testing.T) {
 	for want, sc := range map[string]config.ScopeSettings{
-		`CHAT__HEDGE_MAX="9" (legal: integer in [1, 4]`:     {HedgeMax: 9},
-		`CHAT__HEDGE_MAX="-1" (legal: integer in [1, 4]`:    {HedgeMax: -1},
-		`CHAT__HEDGE_AFTER_S="-1" (legal: seconds`:          {HedgeAfter: -time.Second},
-		`CHAT__HEDGE_AFTER="pNaN" (legal: pNN`:              {HedgeQuantile: math.NaN()},
-		`CHAT__HEDGE_AFTER="p100" (legal: pNN`:              {HedgeQuantile: 1},
-		`CHAT__HEDGE_BUDGET="NaN" (legal: a share of calls`: {HedgeBudget: math.NaN()},
+		`CHAT__HEDGE_MAX="9" (legal: integer in [1, 4]`:      {HedgeMax: 9},
+		`CHAT__HEDGE_MAX="-1" (legal: integer in [1, 4]`:     {HedgeMax: -1},
+		`CHAT__HEDGE_AFTER_S="-1" (legal: seconds`:           {HedgeAfter: -time.Second},
+		`CHAT__HEDGE_AFTER="pNaN" (legal: pNN`:               {HedgeQuantile: math.NaN()},
+		`CHAT__HEDGE_AFTER="p100" (legal: pNN`:               {HedgeQuantile: 1},
+		`CHAT__HEDGE_BUDGET="NaN" (legal: a share of calls`:  {HedgeBudget: math.NaN()},
+		`CHAT__HEDGE_BUDGET="+Inf" (legal: a share of calls`: {HedgeBudget: math.Inf(1)},
+		`CHAT__HEDGE_BUDGET="-Inf" (legal: a share of calls`: {HedgeBudget: math.Inf(-1)},
+		`CHAT__HEDGE_AFTER="p+Inf" (legal: pNN`:              {HedgeQuantile: math.Inf(1)},
+		`CHAT__HEDGE_AFTER="p-Inf" (legal: pNN`:              {HedgeQuantile: math.Inf(-1)},
 	} {
 		sc.Name = "CHAT"
 		sc.Sources = []config.Source{{Name: "a", BaseURL: "http://up.example"}}
 		err := (&config.Settings{Scopes: []config.ScopeSettings{sc}}).Validate()
 		assert.ErrorContains(t, err, want)
+	}
+}
+
+// The same through the environment: an infinite or overflowing float is
+// refused and named with what is legal, as NaN is.
+func TestHedgeFloatsFromTheEnvironmentRefuseInfinities(t *testing.T) {
+	for key, raws := range map[string][]string{
+		"CHAT__HEDGE_BUDGET":  {"Inf", "+Inf", "-Inf", "infinity", "1e309", "NaN"},
+		"CHAT__HEDGE_AFTER":   {"pInf", "p+Inf", "p-Inf", "p1e309", "pNaN"},
+		"CHAT__HEDGE_AFTER_S": {"Inf", "+Inf", "-Inf", "1e309", "NaN"},
+	} {
+		for _, raw := range raws {
+			ce := mustFail(t, base(key, raw))
+			require.Equal(t, []string{key}, keys(ce), "%s=%s", key, raw)
+			p := problem(t, ce, key)
+			assert.Equal(t, raw, p.Value)
+			assert.NotEmpty(t, p.Legal)
+		}
 	}
 }

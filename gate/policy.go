@@ -17,6 +17,12 @@ const (
 	DefaultHalfOpenProbes      = 1
 )
 
+// MaxCooldownMultiplier is the largest CooldownMultiplier: a larger one
+// reaches MaxCooldown at the first re-open all the same, and past it lies
+// float overflow (+Inf), which no cooldown and no Redis script argument can
+// hold.
+const MaxCooldownMultiplier = 1000.0
+
 // Disabled switches a rule off where zero already means "the default":
 // ConsecutiveFailures: Disabled leaves tripping to the other rules (a
 // failure-rate window, Fatal outcomes, a wrapper's own predicate).
@@ -48,7 +54,8 @@ type Policy struct {
 	// MaxCooldown caps the grown cooldown (default 600 s).
 	MaxCooldown time.Duration
 	// CooldownMultiplier grows the cooldown at each re-open after a failed
-	// probe (default 2; 1 keeps it constant). Closing resets it.
+	// probe (default 2; 1 keeps it constant; at most MaxCooldownMultiplier).
+	// Closing resets it.
 	CooldownMultiplier float64
 	// ProbeTTL is how long a probe lease lives before another caller may take
 	// it over. Default: DefaultProbeTTL(Cooldown, 0), i.e. max(Cooldown, 5 s);
@@ -129,11 +136,12 @@ func (p Policy) Validate() error {
 	if p.WindowMinCalls < 0 {
 		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
 	}
-	// The negated comparisons also reject NaN.
-	if p.Window > 0 && p.WindowFailures == 0 && !(p.WindowFailureRate > 0 && p.WindowFailureRate <= 1) {
+	// Every float is checked against a closed range by within, which also
+	// rejects NaN and both infinities.
+	if p.Window > 0 && p.WindowFailures == 0 && !(p.WindowFailureRate > 0 && within(p.WindowFailureRate, 0, 1)) {
 		add("WindowFailureRate", p.WindowFailureRate, "in (0, 1] when Window is set without WindowFailures")
 	}
-	if p.Window > 0 && p.WindowFailures > 0 && !(p.WindowFailureRate >= 0 && p.WindowFailureRate <= 1) {
+	if p.Window > 0 && p.WindowFailures > 0 && !within(p.WindowFailureRate, 0, 1) {
 		add("WindowFailureRate", p.WindowFailureRate, "in [0, 1] when WindowFailures is set (0: no rate rule)")
 	}
 	if p.WindowFailures < 0 {
@@ -148,8 +156,8 @@ func (p Policy) Validate() error {
 	if p.MaxCooldown < p.Cooldown {
 		add("MaxCooldown", p.MaxCooldown, fmt.Sprintf("≥ Cooldown (%v)", p.Cooldown))
 	}
-	if !(p.CooldownMultiplier >= 1) {
-		add("CooldownMultiplier", p.CooldownMultiplier, "≥ 1, or 0 for the default")
+	if !within(p.CooldownMultiplier, 1, MaxCooldownMultiplier) {
+		add("CooldownMultiplier", p.CooldownMultiplier, fmt.Sprintf("in [1, %v], or 0 for the default", MaxCooldownMultiplier))
 	}
 	if p.ProbeTTL < time.Millisecond {
 		add("ProbeTTL", p.ProbeTTL, "≥ 1ms, or 0 for the default")
@@ -171,6 +179,10 @@ func (p Policy) Validate() error {
 	}
 	return &PolicyError{Problems: bad}
 }
+
+// within reports whether v is in [lo, hi]: never for NaN, and never for
+// an infinity when the bounds are finite.
+func within(v, lo, hi float64) bool { return v >= lo && v <= hi }
 
 // PolicyError lists every invalid field of a Policy.
 type PolicyError struct {

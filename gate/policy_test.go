@@ -40,6 +40,13 @@ func TestPolicyValidateNamesEveryBadField(t *testing.T) {
 		{"NaN window rate", gate.Policy{Window: time.Second, WindowFailureRate: math.NaN()}, []string{"WindowFailureRate=NaN"}},
 		{"NaN window rate with window failures", gate.Policy{Window: time.Second, WindowFailures: 2, WindowFailureRate: math.NaN()},
 			[]string{"WindowFailureRate=NaN"}},
+		{"+Inf multiplier", gate.Policy{CooldownMultiplier: math.Inf(1)}, []string{"CooldownMultiplier=+Inf (legal: in [1, 1000]"}},
+		{"-Inf multiplier", gate.Policy{CooldownMultiplier: math.Inf(-1)}, []string{"CooldownMultiplier=-Inf (legal: in [1, 1000]"}},
+		{"absurd multiplier", gate.Policy{CooldownMultiplier: 1e300}, []string{"CooldownMultiplier=1e+300 (legal: in [1, 1000]"}},
+		{"largest multiplier", gate.Policy{CooldownMultiplier: gate.MaxCooldownMultiplier}, nil},
+		{"+Inf window rate", gate.Policy{Window: time.Second, WindowFailureRate: math.Inf(1)}, []string{"WindowFailureRate=+Inf"}},
+		{"-Inf window rate with window failures", gate.Policy{Window: time.Second, WindowFailures: 2, WindowFailureRate: math.Inf(-1)},
+			[]string{"WindowFailureRate=-Inf"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

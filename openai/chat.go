@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgw-go/pgw/internal/sse"
 	"github.com/pgw-go/pgw/observe"
+	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -107,7 +108,7 @@ func isJSON(resp *http.Response) bool {
 
 // chunk turns a whole completion into the single chunk it amounts to.
 func (wc *wireCompletion) chunk(src transport.Source) (transport.ChatChunk, error) {
-	if hasError(wc.Error) {
+	if provider.HasAnswerError(wc.Error) {
 		return transport.ChatChunk{}, upstreamError(src, wc.Error)
 	}
 	if len(wc.Choices) == 0 {
@@ -216,7 +217,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 		if s.delivered == 0 {
 			observe.NoteResponseModel(s.ctx, wc.Model)
 		}
-		if hasError(wc.Error) {
+		if provider.HasAnswerError(wc.Error) {
 			return transport.ChatChunk{}, s.fail(upstreamError(s.src, wc.Error))
 		}
 		var chunk transport.ChatChunk

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgw-go/pgw/internal/testutil"
 	"github.com/pgw-go/pgw/openai"
+	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -208,6 +209,32 @@ func TestChatStreamErrorEventIsUpstreamError(t *testing.T) {
 	var ue *openai.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, "model overloaded (server_error)", ue.Message)
+	assert.Equal(t, http.StatusInternalServerError, ue.StatusCode, "an unknown error: a failure")
+}
+
+// An error event or a 200 body's error is classed as the same error sent as
+// the status its code or type stands for, as the gateway's http client
+// classes it: a refused key is fatal, not a failure to retry.
+func TestUpstreamErrorIsClassedByTheStatusItStandsFor(t *testing.T) {
+	for obj, want := range map[string]struct {
+		status int
+		class  retry.Class
+	}{
+		`{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}`: {401, retry.Fatal},
+		`{"message":"no","type":"permission_error"}`:                                              {403, retry.Fatal},
+		`{"message":"slow down","code":"rate_limit_exceeded"}`:                                    {429, retry.Throttle},
+		`{"message":"bad","type":"invalid_request_error"}`:                                        {400, retry.CallerError},
+		`{"message":"busy","type":"server_error"}`:                                                {500, retry.Failure},
+		`{"message":"out","type":"insufficient_quota","code":"insufficient_quota"}`:               {500, retry.Fatal},
+	} {
+		st, err := openai.New().ChatStream(testCtx(t), rawSSE(t, "data: {\"error\":"+obj+"}\n\n"), hello())
+		require.NoError(t, err)
+		_, err = collect(t, st)
+		var ue *openai.UpstreamError
+		require.ErrorAs(t, err, &ue)
+		assert.Equal(t, want.status, ue.StatusCode, obj)
+		assert.Equal(t, want.class, retry.Classify(err), obj)
+	}
 }
 
 func TestChatStreamNonStreamedAnswerIsOneChunk(t *testing.T) {

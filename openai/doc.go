@@ -47,7 +47,10 @@
 // parentheses, e.g. "You exceeded your current quota (insufficient_quota)".
 // One whose code or type says the quota or credit is spent
 // (provider.ErrorBody.InsufficientQuota) is fatal whatever its status, and
-// so is an *UpstreamError that says it inside a 2xx answer.
+// so is an *UpstreamError that says it inside a 2xx answer. An
+// *UpstreamError is otherwise classed by the status its code or type stands
+// for (provider.ErrorBody.Status), as the gateway's http client classes the
+// same error: invalid_api_key is as fatal in a 200 answer as in a 401.
 // A stream that ends before "data: [DONE]" and before any finish_reason is
 // reported as a *StreamCutError (errors.Is ErrStreamCut and
 // io.ErrUnexpectedEOF), an ordinary failure — never a silent io.EOF. Any other

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/pgw-go/pgw/observe"
+	"github.com/pgw-go/pgw/provider"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -55,7 +56,7 @@ func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.
 		return transport.EmbedResponse{}, err
 	}
 	observe.NoteResponseModel(ctx, er.Model)
-	if hasError(er.Error) {
+	if provider.HasAnswerError(er.Error) {
 		return transport.EmbedResponse{}, upstreamError(src, er.Error)
 	}
 	vectors, err := inInputOrder(er.Data, len(req.Inputs))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // ErrStreamCut is matched (errors.Is) by every *StreamCutError.
@@ -45,15 +46,23 @@ func (e *StreamCutError) Unwrap() []error {
 func (e *StreamCutError) Code() string { return "PGW-STREAM-CUT" }
 
 // UpstreamError is an error the upstream reported inside a 2xx answer: an
-// {"error": …} event in a chat stream or an error object in a JSON body. It
-// is an ordinary failure, save one that says the quota or credit is spent
-// (InsufficientQuota), which is fatal as the same error sent as a 429 is;
-// an error status is *transport.HTTPError instead.
+// {"error": …} event in a chat stream or an error object in a JSON body. The
+// gateway classes it as the same error sent as StatusCode — the status its
+// type or code stands for (provider.ErrorBody.Status), as the gateway's
+// http client classes it: invalid_api_key or authentication_error (401) and
+// permission_error (403) are fatal, rate_limit_exceeded (429) a throttle,
+// an unknown error (500) an ordinary failure — and one that says the quota
+// or credit is spent (InsufficientQuota) is fatal whatever its status. An
+// error status is *transport.HTTPError instead.
 type UpstreamError struct {
 	// Source is the name of the source that reported the error.
 	Source string
-	// Message is the upstream's text, trimmed, with the API key redacted.
+	// Message is the upstream's text, trimmed, with the API key redacted;
+	// the error's code and type when it sent no text.
 	Message string
+	// StatusCode is the HTTP status the error's type or code stands for
+	// (provider.ErrorBody.Status); 500 for one the table does not know.
+	StatusCode int
 
 	quota bool
 }
@@ -63,6 +72,14 @@ type UpstreamError struct {
 // provider.ErrorBody.InsufficientQuota): the gateway then classifies it as
 // fatal, not as a failure.
 func (e *UpstreamError) InsufficientQuota() bool { return e.quota }
+
+// HTTPStatus returns StatusCode: the gateway classes the error by it, as it
+// does an answer sent with that status.
+func (e *UpstreamError) HTTPStatus() int { return e.StatusCode }
+
+// RetryAfterHint returns 0: an error inside a 2xx answer says no
+// Retry-After.
+func (e *UpstreamError) RetryAfterHint() time.Duration { return 0 }
 
 // Error implements the error interface.
 func (e *UpstreamError) Error() string {

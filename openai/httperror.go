@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/provider"
@@ -29,15 +28,13 @@ func (c *Client) httpError(resp *http.Response, src transport.Source, req *http.
 
 // upstreamError turns the value of an "error" field sent inside a 2xx
 // answer (an error event of a stream, or a JSON body) into *UpstreamError,
-// which knows whether the error says the quota is spent.
+// of the status its type or code stands for and knowing whether the error
+// says the quota is spent (provider.ParseAnswerError).
 func upstreamError(src transport.Source, errField json.RawMessage) *UpstreamError {
-	body := append(append([]byte(`{"error":`), errField...), '}')
-	eb := provider.ParseSourceError(src.Provider, src, http.StatusOK, body)
-	return &UpstreamError{Source: src.Name, Message: eb.Text(), quota: eb.InsufficientQuota()}
-}
-
-// hasError reports whether an "error" field holds something.
-func hasError(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return s != "" && s != "null"
+	eb := provider.ParseAnswerError(src, errField)
+	msg := eb.Text()
+	if msg == "" {
+		msg = "an error object without a message, type or code"
+	}
+	return &UpstreamError{Source: src.Name, Message: msg, StatusCode: eb.Status(), quota: eb.InsufficientQuota()}
 }

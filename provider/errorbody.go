@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -25,7 +26,8 @@ const Redacted = "[redacted]"
 type ErrorBody struct {
 	// Message is the error's text, whitespace folded, cut to a few hundred
 	// bytes, with the source's key (ParseSourceError: every credential)
-	// redacted; the status text when the body says nothing.
+	// redacted; the status text when the body says nothing (or, for an
+	// error status, when it has no message).
 	Message string
 	// Type is the provider's error type ("invalid_request_error",
 	// "overloaded_error", …), empty when absent; redacted and cut as Message is.
@@ -65,9 +67,11 @@ func NamesSpentQuota(text string) bool {
 // (its type is invalid_request_error), rate_limit_exceeded 429; then
 // Anthropic's types: invalid_request_error 400, authentication_error 401,
 // billing_error 402, permission_error 403, not_found_error 404,
-// request_too_large 413, rate_limit_error 429, overloaded_error 529.
-// Anything else is a 500: the answer failed upstream after its headers said
-// 200.
+// request_too_large 413, rate_limit_error 429, overloaded_error 529; then a
+// numeric code that is an HTTP error status (Gemini's {"code": 403,
+// "status": "PERMISSION_DENIED"}) is that status. Anything else is a 500:
+// the answer failed upstream after its headers said 200. It is the one
+// table every transport and the http client class such an error by.
 func (e ErrorBody) Status() int {
 	switch e.Code {
 	case "invalid_api_key":
@@ -75,25 +79,37 @@ func (e ErrorBody) Status() int {
 	case "rate_limit_exceeded":
 		return http.StatusTooManyRequests
 	}
-	switch e.Type {
-	case "invalid_request_error":
-		return http.StatusBadRequest
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "billing_error":
-		return http.StatusPaymentRequired
-	case "permission_error":
-		return http.StatusForbidden
-	case "not_found_error":
-		return http.StatusNotFound
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "overloaded_error":
-		return 529
+	if st, ok := e.typeStatus(); ok {
+		return st
+	}
+	if n, err := strconv.Atoi(e.Code); err == nil && n >= 400 && n <= 599 {
+		return n
 	}
 	return http.StatusInternalServerError
+}
+
+// typeStatus is the status of the error's type, ok false for a type the
+// table does not know.
+func (e ErrorBody) typeStatus() (int, bool) {
+	switch e.Type {
+	case "invalid_request_error":
+		return http.StatusBadRequest, true
+	case "authentication_error":
+		return http.StatusUnauthorized, true
+	case "billing_error":
+		return http.StatusPaymentRequired, true
+	case "permission_error":
+		return http.StatusForbidden, true
+	case "not_found_error":
+		return http.StatusNotFound, true
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge, true
+	case "rate_limit_error":
+		return http.StatusTooManyRequests, true
+	case "overloaded_error":
+		return 529, true
+	}
+	return 0, false
 }
 
 // ParseError reads an error body in the format of p. OpenAI and Azure send
@@ -108,6 +124,34 @@ func ParseError(p config.Provider, status int, body []byte, key string) ErrorBod
 		secrets = []string{key}
 	}
 	return parseError(p, status, body, secrets)
+}
+
+// ParseAnswerError reads the value of an "error" field that src sent where
+// an answer was due — an error event of a stream, an error object in a 2xx
+// answer — as ParseSourceError reads an error answer: an object of
+// "message", "type" and "code", or the message itself. Its Message is empty
+// when the upstream sent none (Text then names the code and the type);
+// Status and InsufficientQuota class it as the same error sent as a status.
+func ParseAnswerError(src config.Source, field []byte) ErrorBody {
+	body := append(append([]byte(`{"error":`), field...), '}')
+	creds := Credentials(src)
+	e := parseError(src.Provider, http.StatusOK, body, creds)
+	if e.Type == "" && e.Code == "" && e.Message == sanitize(string(body), creds) {
+		// Nothing parsed: the value is all there is ({} says nothing).
+		e.Message = sanitize(string(field), creds)
+		if v := strings.Join(strings.Fields(e.Message), ""); v == "{}" || v == `""` {
+			e.Message = ""
+		}
+	}
+	return e
+}
+
+// HasAnswerError reports whether the value of an "error" field in a 2xx
+// answer or an event reports an error: it is present and not null (the
+// Responses API's success says "error": null).
+func HasAnswerError(field []byte) bool {
+	v := strings.TrimSpace(string(field))
+	return v != "" && v != "null"
 }
 
 // ParseSourceError is ParseError for an answer of src: every one of src's
@@ -188,7 +232,9 @@ func parseError(p config.Provider, status int, body []byte, secrets []string) Er
 	}
 	e.Message = sanitize(e.Message, secrets)
 	e.Type, e.Code = sanitize(e.Type, secrets), sanitize(e.Code, secrets) // an echo may land in either
-	if e.Message == "" {
+	if e.Message == "" && e.Type == "" && e.Code == "" || e.Message == "" && status >= 300 {
+		// A 2xx status's text ("OK") says nothing of an error: Text names
+		// the code and the type instead.
 		e.Message = http.StatusText(status)
 	}
 	_ = p // every known provider's body is one of the forms above
@@ -198,16 +244,24 @@ func parseError(p config.Provider, status int, body []byte, secrets []string) Er
 // Text renders the error as one line: the message, then the code (or the
 // type) in parentheses when it adds something, so that a classifier that
 // sees only the text can still tell "insufficient_quota" from a throttle.
+// An error without a message is its code, then its type in parentheses
+// ("invalid_api_key (invalid_request_error)"): what the upstream said.
 func (e ErrorBody) Text() string {
+	if e.Message == "" {
+		switch {
+		case e.Code != "" && e.Type != "" && e.Code != e.Type:
+			return e.Code + " (" + e.Type + ")"
+		case e.Code != "":
+			return e.Code
+		}
+		return e.Type
+	}
 	tag := e.Code
 	if tag == "" {
 		tag = e.Type
 	}
 	if tag == "" || strings.Contains(e.Message, tag) {
 		return e.Message
-	}
-	if e.Message == "" {
-		return tag
 	}
 	return e.Message + " (" + tag + ")"
 }

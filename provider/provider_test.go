@@ -161,9 +161,41 @@ func TestErrorBodyStatus(t *testing.T) {
 		{"api_error", "", http.StatusInternalServerError},
 		{"server_error", "", http.StatusInternalServerError},
 		{"", "", http.StatusInternalServerError},
+		{"", "403", http.StatusForbidden}, // Gemini: the code is the status
+		{"", "401", http.StatusUnauthorized},
+		{"permission_error", "500", http.StatusForbidden}, // a known type first
+		{"", "200", http.StatusInternalServerError},       // not an error status
+		{"", "1001", http.StatusInternalServerError},
 	} {
 		assert.Equal(t, c.want, provider.ErrorBody{Type: c.typ, Code: c.code}.Status(), "%s/%s", c.typ, c.code)
 	}
+}
+
+// The value of an "error" field in a 200 answer reads as an error answer
+// does, and one without a message says its code and type — never the
+// 200's "OK", never nothing.
+func TestParseAnswerError(t *testing.T) {
+	src := config.Source{APIKey: config.NewSecret("sk-secret-123")}
+	for _, c := range []struct {
+		field, text string
+		status      int
+	}{
+		{`{"message":"bad key sk-secret-123","type":"invalid_request_error","code":"invalid_api_key"}`, "bad key [redacted] (invalid_api_key)", 401},
+		{`{"code":"invalid_api_key"}`, "invalid_api_key", 401},
+		{`{"code":"invalid_api_key","type":"invalid_request_error"}`, "invalid_api_key (invalid_request_error)", 401},
+		{`{"type":"permission_error"}`, "permission_error", 403},
+		{`{"code":403,"message":"Permission denied","status":"PERMISSION_DENIED"}`, "Permission denied (403)", 403},
+		{`"plain text"`, "plain text", 500},
+		{`{}`, "", 500},
+		{`42`, "42", 500},
+	} {
+		eb := provider.ParseAnswerError(src, []byte(c.field))
+		assert.Equal(t, c.text, eb.Text(), c.field)
+		assert.Equal(t, c.status, eb.Status(), c.field)
+	}
+	assert.True(t, provider.HasAnswerError([]byte(` {"code":1} `)))
+	assert.False(t, provider.HasAnswerError([]byte(` null `)))
+	assert.False(t, provider.HasAnswerError(nil))
 }
 
 // A spent quota is recognised in text by every code InsufficientQuota

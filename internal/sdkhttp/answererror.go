@@ -35,7 +35,7 @@ func AnswerError(raw []byte, src config.Source) ([]byte, error) {
 	if present(top.Object) {
 		return raw, nil
 	}
-	return raw, errorFailure(top.Error, creds, "in a 200 answer: ", "an error object in a 200 answer")
+	return raw, errorFailure(top.Error, src, "in a 200 answer: ", "an error object in a 200 answer")
 }
 
 // present reports whether a JSON field was sent with a value other than

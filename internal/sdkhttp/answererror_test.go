@@ -27,7 +27,10 @@ func TestAnAnswerWithAnErrorObject(t *testing.T) {
 		{"anthropic error", `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, 529, "in a 200 answer: busy (overloaded_error)"},
 		{"nested error", `{"data":[{"error":{"message":"x"}}]}`, `{"data":[{"error":{"message":"x"}}]}`, 0, ""},
 		{"error object", `{"error":{"message":"key sk-key-0123","type":"server_error","account":12345678}}`, `{"error":{"message":"key [redacted]","type":"server_error","account":"[redacted]"}}`, 500, "in a 200 answer: key [redacted] (server_error)"},
-		{"rate limit", `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, 429, "in a 200 answer: slow down"},
+		{"rate limit", `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`, 429, "in a 200 answer: slow down (rate_limit_exceeded)"},
+		{"code only", `{"error":{"code":"invalid_api_key"}}`, `{"error":{"code":"invalid_api_key"}}`, 401, "in a 200 answer: invalid_api_key"},
+		{"code and type only", `{"error":{"code":"no_such_model","type":"invalid_request_error","message":""}}`, `{"error":{"code":"no_such_model","type":"invalid_request_error","message":""}}`, 400, "in a 200 answer: no_such_model (invalid_request_error)"},
+		{"empty error", `{"error":{}}`, `{"error":{}}`, 500, "in a 200 answer: an error object in a 200 answer"},
 		{"error text", `{"error":"no account 12345678"}`, `{"error":"no account [redacted]"}`, 500, "in a 200 answer: no account [redacted]"},
 		{"failed resource", `{"object":"fine_tuning.job","error":{"message":"account 12345678","param":12345678}}`, `{"object":"fine_tuning.job","error":{"message":"account [redacted]","param":"[redacted]"}}`, 0, ""},
 	}

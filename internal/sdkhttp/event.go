@@ -209,7 +209,7 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 		}
 		creds := provider.Credentials(e.Source)
 		it.Raw = redactEvent(it.Raw, creds)
-		it.Err, it.Terminal, e.ended = eventError(errBody, creds), true, true
+		it.Err, it.Terminal, e.ended = eventError(errBody, e.Source), true, true
 		return it
 	case terminalTypes[kind]:
 		it.Terminal, e.ended = true, true
@@ -262,37 +262,25 @@ func redactEvent(raw []byte, creds []string) []byte {
 // eventError turns an error event's error object into the failure it
 // reports, with the status its type or code stands for
 // (provider.ErrorBody.Status: a rate limit is a 429, an overload a 529,
-// Anthropic's authentication_error a 401, anything unknown a 500 — the
-// answer failed upstream after its headers said 200); one that says the
+// authentication_error or invalid_api_key a 401, anything unknown a 500 —
+// the answer failed upstream after its headers said 200); one that says the
 // quota or credit is spent (provider.ErrorBody.InsufficientQuota) is marked
-// so (errs.SpentQuota), as the same error sent as a 429 is. creds are
-// redacted from its message.
-func eventError(body json.RawMessage, creds []string) error {
-	return errorFailure(body, creds, "in the stream: ", "an error event in the stream")
+// so (errs.SpentQuota), as the same error sent as a 429 is. src's
+// credentials are redacted from its message.
+func eventError(body json.RawMessage, src config.Source) error {
+	return errorFailure(body, src, "in the stream: ", "an error event in the stream")
 }
 
 // errorFailure is eventError for an error value sent where an answer was
-// due: where prefixes the message, none stands for a missing one. The value
-// is an object of "type", "code" and "message", or the message itself.
-func errorFailure(body json.RawMessage, creds []string, where, none string) error {
-	var obj struct {
-		Type    string `json:"type"`
-		Code    any    `json:"code"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(body, &obj) != nil {
-		_ = json.Unmarshal(body, &obj.Message) // "error": "text"
-	}
-	code := fmt.Sprint(obj.Code)
-	eb := provider.ErrorBody{Type: obj.Type, Code: code}
-	msg := obj.Message
+// due, read as every transport reads it (provider.ParseAnswerError): where
+// prefixes the message, none stands for an error that says nothing at all.
+func errorFailure(body json.RawMessage, src config.Source, where, none string) error {
+	eb := provider.ParseAnswerError(src, body)
+	msg := eb.Text()
 	if msg == "" {
 		msg = none
 	}
-	if obj.Type != "" {
-		msg += " (" + obj.Type + ")"
-	}
-	he := &errs.HTTPError{StatusCode: eb.Status(), Message: where + string(provider.RedactCredentials([]byte(msg), creds))}
+	he := &errs.HTTPError{StatusCode: eb.Status(), Message: where + msg}
 	if eb.InsufficientQuota() {
 		return errs.SpentQuota(he)
 	}
