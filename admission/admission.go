@@ -313,7 +313,7 @@ func memoReason(held bool) Reason {
 // ctx, once per source and round), so that a caller calling again as soon
 // as its call returned is not refused its own finished call's slot.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
-	return a.pick(ctx, attemptFails, estTokens, nil, nil)
+	return a.pick(ctx, attemptFails, estTokens, nil, nil, nil)
 }
 
 // pick is Pick that passes over the sources in exclude without asking any
@@ -323,7 +323,7 @@ func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int,
 // nil, a new one otherwise; every later ticket of the round is new, so that
 // a ticket given back within the round (which a writer may still hold) is
 // never overwritten.
-func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int, estTokens int64, exclude []string, into *Ticket) (*Ticket, Rejections, error) {
+func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int, estTokens int64, exclude []string, into *Ticket, slotsFull *bool) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -499,6 +499,9 @@ round:
 		// slots, would refuse each other. Asked again, the sources tell.
 		reruns++
 		goto round
+	}
+	if slotsFull != nil {
+		*slotsFull = len(full) > 0
 	}
 	if gateErr != nil && !a.waitable(rej) {
 		return nil, rej, gateErr

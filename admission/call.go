@@ -37,6 +37,10 @@ type Call struct {
 	reasons map[string]string // each source's rejection at the wait's start
 
 	wctx context.Context // the waiting call's ctx, for a ContextObserver
+
+	sib       *Siblings // the split call c is a part of; nil: none
+	sibMark   uint64    // sib's give-backs when the last round began
+	slotsFull bool      // the last round was refused some source's in-flight slots
 }
 
 // NewCall starts a call. stall bounds its waiting; nil means unbounded (never
@@ -61,7 +65,7 @@ func (c *Call) Init(a *SourceAdmission, stall StallBudget) {
 // write barrier, which a struct with pointers pays for every word).
 func (c *Call) clean() bool {
 	return c.fails == nil && !c.waiting && c.since.IsZero() && c.naps == 0 &&
-		c.kind == "" && c.hint == 0 && c.reasons == nil && c.wctx == nil
+		c.kind == "" && c.hint == 0 && c.reasons == nil && c.wctx == nil && c.sib == nil && c.sibMark == 0 && !c.slotsFull
 }
 
 // Failed demotes source for the rest of the call: later rounds try it after
@@ -86,7 +90,17 @@ func (c *Call) Pick(ctx context.Context, estTokens int64) (*Ticket, Rejections, 
 // returns no ticket, or one that is not into, leaves into unusable for
 // another round.
 func (c *Call) PickInto(ctx context.Context, estTokens int64, into *Ticket) (*Ticket, Rejections, error) {
-	t, rej, err := c.a.pick(ctx, c.fails, estTokens, nil, into)
+	if c.sib != nil {
+		c.sibMark = c.sib.beginPick()
+	}
+	c.slotsFull = false
+	t, rej, err := c.a.pick(ctx, c.fails, estTokens, nil, into, &c.slotsFull)
+	if c.sib != nil {
+		if t != nil {
+			t.sib = c.sib // its Done tells the siblings
+		}
+		c.sib.endPick(t != nil)
+	}
 	if c.waiting {
 		switch {
 		case err != nil:
@@ -103,7 +117,7 @@ func (c *Call) PickInto(ctx context.Context, estTokens int64, into *Ticket) (*Ti
 // already run. It never waits and never ends a wait: a nil Ticket means no
 // other source may run now.
 func (c *Call) PickOther(ctx context.Context, estTokens int64, exclude []string) (*Ticket, Rejections, error) {
-	return c.a.pick(ctx, c.fails, estTokens, exclude, nil)
+	return c.a.pick(ctx, c.fails, estTokens, exclude, nil, nil)
 }
 
 // OnNoRunnable decides what the call does after a round that admitted no
@@ -140,6 +154,18 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		c.leave(err, "")
 		return err
 	case !allGate && a.quotaFull == FailFast:
+		if c.sib != nil && c.slotsFull {
+			// A part refused slots its siblings may hold: it waits for
+			// one of them, and fails only when none holds any.
+			again, err := c.sib.await(ctx, c.sibMark)
+			if err != nil {
+				c.leave(err, "")
+				return err
+			}
+			if again {
+				return nil
+			}
+		}
 		err := &errs.AllSourcesExhausted{Scope: a.scope, Reason: errs.ReasonQuotaExhausted, Reasons: rej.Map(), RetryAfter: hint}
 		c.leave(err, "")
 		return err

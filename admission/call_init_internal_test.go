@@ -11,8 +11,8 @@ import (
 // waited and failed is, after Init, what a fresh one is. The field count
 // makes a new field of Call fail here until clean knows it.
 func TestCallInitForgetsThePreviousCall(t *testing.T) {
-	if n := reflect.TypeFor[Call]().NumField(); n != 10 {
-		t.Fatalf("Call has %d fields; Call.clean and this test know 10", n)
+	if n := reflect.TypeFor[Call]().NumField(); n != 13 {
+		t.Fatalf("Call has %d fields; Call.clean and this test know 13", n)
 	}
 	a, b := &SourceAdmission{scope: "A"}, &SourceAdmission{scope: "B"}
 	type ctxKey struct{}
@@ -22,13 +22,14 @@ func TestCallInitForgetsThePreviousCall(t *testing.T) {
 			since: time.Unix(1, 0), naps: 3, kind: "quota_full", hint: time.Second,
 			reasons: map[string]string{"s": "rate_limited"},
 			wctx:    context.WithValue(context.Background(), ctxKey{}, 1),
+			sib:     new(Siblings), sibMark: 2, slotsFull: true,
 		}
 	}
 	want := Call{a: b}
-	for i := range 9 {
+	for i := range 12 {
 		c := dirty()
 		// Each field dirty alone, then all of them.
-		if i < 8 {
+		if i < 11 {
 			fresh := Call{a: a}
 			v, f := reflect.ValueOf(c).Elem(), reflect.ValueOf(&fresh).Elem()
 			for j := 2; j < v.NumField(); j++ {

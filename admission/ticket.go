@@ -31,6 +31,7 @@ type Ticket struct {
 	seq       uint64 // its number among the source's such outcomes (probeWait)
 	slotted   bool   // its outcome, in the writer, frees an in-flight slot (slotWait)
 	done      atomic.Bool
+	sib       *Siblings // the split call's parts, told when it is given back; nil: none
 }
 
 // Done reports the attempt's result and gives back everything the ticket
@@ -51,6 +52,9 @@ type Ticket struct {
 func (t *Ticket) Done(ctx context.Context, r Result) error {
 	if !t.done.CompareAndSwap(false, true) {
 		return nil
+	}
+	if t.sib != nil {
+		defer t.sib.giveBack() // once the slot is back, or queued to come back
 	}
 	a := t.a
 	a.lat.end(t.idx)

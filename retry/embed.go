@@ -60,6 +60,7 @@ func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transpor
 	usages := make([]transport.Usage, parts)
 	errsOf := make([]error, parts)
 	var stall partStall
+	sib := siblingsOf(parts)
 	forEachPart(parts, e.l.partLimit(e.concurrency), func(p int) {
 		lo, hi := p*size, min((p+1)*size, n)
 		if err := ctx.Err(); err != nil {
@@ -71,7 +72,7 @@ func (e *Embed) Embed(ctx context.Context, req transport.EmbedRequest) (transpor
 			return
 		}
 		sub := transport.EmbedRequest{Inputs: req.Inputs[lo:hi], Model: req.Model}
-		resp, err := runOp(ctx, e.l, opEmbeddings, req.Model, estimateEmbed(sub.Inputs), e.l.demote,
+		resp, err := runPart(ctx, e.l, sib, opEmbeddings, req.Model, estimateEmbed(sub.Inputs), e.l.demote,
 			func(actx context.Context, src config.Source, _ *hold) (transport.EmbedResponse, transport.Usage, error) {
 				r, err := e.tr.Embed(actx, src, sub)
 				if err == nil && len(r.Vectors) != len(sub.Inputs) {

@@ -238,7 +238,7 @@ type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transpo
 // estTokens is reserved with the quota and settled to the attempt's usage. A
 // panic in fn gives back everything the attempt held and is re-raised.
 func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]) (T, error) {
-	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn))
+	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn), nil)
 }
 
 // hold is what an attempt holds: its ticket and its ctx's cancel. An attempt
@@ -292,14 +292,20 @@ func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, atte
 // runOp is run for a call of operation op (observe.Operation…) asking for
 // model (empty: each source's), as the observer is told.
 func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
-	return runWith(ctx, l, op, model, estTokens, demote, attempt)
+	return runWith(ctx, l, op, model, estTokens, demote, attempt, nil)
 }
 
-// runWith is runOp for any attempter.
-func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attempter[T]) (T, error) {
+// runPart is runOp for one part of a split call whose parts are sib.
+func runPart[T any](ctx context.Context, l *Loop, sib *admission.Siblings, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
+	return runWith(ctx, l, op, model, estTokens, demote, attempt, sib)
+}
+
+// runWith is runOp for any attempter; sib, when not nil, are the parts of
+// the split call this call is one of.
+func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attempter[T], sib *admission.Siblings) (T, error) {
 	rep := l.newReport()
 	if rep == nil {
-		return rounds(ctx, l, estTokens, demote, attempt, nil)
+		return rounds(ctx, l, estTokens, demote, attempt, nil, sib)
 	}
 	ctx = rep.begin(ctx, op, model)
 	returned := false
@@ -308,7 +314,7 @@ func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens in
 			rep.end(observe.ResultError, errPanicked)
 		}
 	}()
-	v, err := rounds(ctx, l, estTokens, demote, attempt, rep)
+	v, err := rounds(ctx, l, estTokens, demote, attempt, rep, sib)
 	returned = true
 	if !rep.handed {
 		rep.end(callResult(ctx, l, err), err)
@@ -316,13 +322,18 @@ func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens in
 	return v, err
 }
 
-// rounds runs admission rounds and attempts until the call ends.
-func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attempter[T], rep *report) (T, error) {
+// rounds runs admission rounds and attempts until the call ends. sib, when
+// not nil, are the parts of the split call this call is one of: the
+// admission tells them of the call's tickets.
+func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attempter[T], rep *report, sib *admission.Siblings) (T, error) {
 	var zero T
 	st := roundsPool.Get().(*roundState)
 	stall, call := &st.stall, &st.call
 	stall.start(l.clock, l.window, &l.deliveries, l.clock.Now())
 	call.Init(l.adm, stall)
+	if sib != nil {
+		call.SetSiblings(sib)
+	}
 	hc := l.newHedgeCall(call, estTokens, demote)
 	if hc == nil {
 		// Without hedges nothing outlives the call's rounds: the next

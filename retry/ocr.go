@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"fmt"
+	"github.com/pgw-go/pgw/admission"
 
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/errs"
@@ -36,12 +37,13 @@ func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRR
 	if err := req.Validate(); err != nil {
 		return transport.OCRResponse{}, o.l.refuse(ctx, opOCR, req.Model, err)
 	}
-	return o.read(ctx, req)
+	return o.read(ctx, req, nil)
 }
 
-// read is OCR on a request already checked.
-func (o *OCR) read(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
-	return runOp(ctx, o.l, opOCR, req.Model, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
+// read is OCR on a request already checked; sib, when not nil, are the
+// pages of the call it is one of.
+func (o *OCR) read(ctx context.Context, req transport.OCRRequest, sib *admission.Siblings) (transport.OCRResponse, error) {
+	return runPart(ctx, o.l, sib, opOCR, req.Model, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
 		r, err := o.tr.OCR(actx, src, req)
 		return r, r.Usage, err
 	})
@@ -65,6 +67,7 @@ func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transp
 	out := make([]transport.OCRResponse, len(pages))
 	errsOf := make([]error, len(pages))
 	var stall partStall
+	sib := siblingsOf(len(pages))
 	forEachPart(len(pages), o.l.partLimit(o.concurrency), func(i int) {
 		if err := ctx.Err(); err != nil {
 			errsOf[i] = err
@@ -74,7 +77,7 @@ func (o *OCR) Pages(ctx context.Context, pages []transport.OCRRequest) ([]transp
 			errsOf[i] = err
 			return
 		}
-		out[i], errsOf[i] = o.read(ctx, pages[i])
+		out[i], errsOf[i] = o.read(ctx, pages[i], sib)
 		stall.note(errsOf[i])
 	})
 	var failed []errs.BatchFailure

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"errors"
+	"github.com/pgw-go/pgw/admission"
 	"sync"
 	"sync/atomic"
 
@@ -22,6 +23,17 @@ func (l *Loop) partLimit(concurrency int) int {
 		return l.partSlots
 	}
 	return concurrency
+}
+
+// siblingsOf is what a split call of n parts tells its parts' admissions
+// of each other (admission.Siblings): under QUOTA_FULL=fail_fast a part
+// refused the in-flight slots its siblings hold waits for one of them
+// instead of failing. A call of one part has no siblings (nil).
+func siblingsOf(n int) *admission.Siblings {
+	if n <= 1 {
+		return nil
+	}
+	return new(admission.Siblings)
 }
 
 // forEachPart runs do(i) for i in [0, n) with at most limit running at once,

@@ -20,6 +20,7 @@ import (
 	"github.com/pgw-go/pgw/gate/memory"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/testutil"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -232,6 +233,12 @@ func TestOCRPagesRunConcurrentlyInOrderAndKeepPartialResults(t *testing.T) {
 // and in the quota alike) and a BATCH_SIZE of 1.
 func selfContendedLoop(t *testing.T, maxInFlight ...int) *retry.Loop {
 	t.Helper()
+	return observedSelfContendedLoop(t, nil, maxInFlight...)
+}
+
+// observedSelfContendedLoop is selfContendedLoop with obs as its observer.
+func observedSelfContendedLoop(t *testing.T, obs observe.Observer, maxInFlight ...int) *retry.Loop {
+	t.Helper()
 	b, err := memory.NewBreaker(gate.Policy{})
 	require.NoError(t, err)
 	sc := config.ScopeSettings{Name: "EMBEDDING", QuotaFull: config.ModeFailFast}
@@ -243,7 +250,7 @@ func selfContendedLoop(t *testing.T, maxInFlight ...int) *retry.Loop {
 	}
 	q, err := memory.NewQuota(limits)
 	require.NoError(t, err)
-	l, err := retry.New(retry.Config{Scope: sc, Breaker: b, Quota: q, Logger: slog.New(slog.DiscardHandler)})
+	l, err := retry.New(retry.Config{Scope: sc, Breaker: b, Quota: q, Observer: obs, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	return l
 }
