@@ -72,12 +72,19 @@
 //	pgw_breaker_state{scope,source}              gauge: 0 closed, 1 open, 2 half_open
 //	pgw_breaker_forced{scope,source}             gauge: 0 none, 1 forced open, 2 forced closed
 //	pgw_in_flight{scope,source}                  up-down counter: attempts running
-//	pgw_attempt_duration_seconds{scope,source}   histogram, s
+//	pgw_attempt_duration_seconds{scope,source}   histogram, s (lost hedges left out)
 //	pgw_wait_duration_seconds{scope}             histogram, s
 //	pgw_hedges_total{scope,source,event}         counter
 //	pgw_advertised_remaining{scope,source,window}  gauge: what the upstream last advertised is left (window: requests, tokens)
 //	pgw_advertised_limit{scope,source,window}      gauge: the window's size the upstream last advertised
 //	pgw_advertised_reset_seconds{scope,source,window} gauge, s: time to the window's reset, as of the last answer
+//
+// An attempt that lost a hedge race (observe.OutcomeHedgeLost) is left out
+// of gen_ai.client.operation.duration, its time to first chunk and
+// pgw_attempt_duration_seconds, as observe/prom leaves it out: pgw cut it
+// short when another attempt delivered, so its time says how long the race
+// took, not how long the source takes. pgw_attempts_total{outcome=
+// "hedge_lost"} counts it, and gen_ai.client.token.usage its tokens.
 //
 // The GenAI histograms use the conventions' bucket advice (DurationBuckets,
 // TokenBuckets) and carry gen_ai.operation.name, gen_ai.provider.name,

@@ -253,9 +253,14 @@ func (ob *Observer) EndAttempt(ctx context.Context, e observe.AttemptRecord) {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
 		}
 	}
-	ob.opDuration.Record(ctx, e.Latency.Seconds(), metric.WithAttributes(attrs...))
-	if e.FirstChunk > 0 {
-		ob.firstChunk.Record(ctx, e.FirstChunk.Seconds(), metric.WithAttributes(attrs...))
+	// A lost hedge race is no completed operation: pgw cut it short, so its
+	// time is the race's, not the source's (its tokens were spent all the
+	// same).
+	if e.Outcome != observe.OutcomeHedgeLost {
+		ob.opDuration.Record(ctx, e.Latency.Seconds(), metric.WithAttributes(attrs...))
+		if e.FirstChunk > 0 {
+			ob.firstChunk.Record(ctx, e.FirstChunk.Seconds(), metric.WithAttributes(attrs...))
+		}
 	}
 	if e.Usage.PromptTokens > 0 {
 		ob.tokenUsage.Record(ctx, int64(e.Usage.PromptTokens), metric.WithAttributes(withTokenType(attrs, semconv.GenAITokenTypeInput)...))
