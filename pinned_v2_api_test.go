@@ -79,6 +79,9 @@ var (
 	_                       = []string{pgw.OutcomeHedgeLost, pgw.OutcomeAbandoned}
 )
 
+// The result of a call its caller's deadline ended.
+var _ = []string{pgw.ResultDeadlineExceeded, observe.ResultDeadlineExceeded}
+
 func TestPinnedV2NamesCompile(t *testing.T) {
 	_ = pinnedDoResult
 }
