@@ -9,12 +9,15 @@ import (
 	"github.com/pgw-go/pgw/provider"
 )
 
-// The observer types, re-exported from package observe. Hand an
-// Observer to the gateway with WithObserver; it also receives the optional
-// events whose interfaces it implements: attempt starts, gate rejections,
-// waits and call results (observe.AttemptStartObserver, RejectionObserver,
-// WaitObserver, CallObserver). Wrap an observer that does more than update
-// counters in observe.Async, so that it never slows a call.
+// The observer types, re-exported from package observe so that an Observer
+// can be written against this package alone. Hand an Observer to the
+// gateway with WithObserver; it also receives the optional events whose
+// interfaces it implements: attempt starts, gate rejections, waits, call
+// results, hedging events and advertised rate limits (AttemptStartObserver,
+// RejectionObserver, WaitObserver, CallObserver, HedgeObserver,
+// AdvertisedObserver), and follows each call through its ctx when it is a
+// ContextObserver. Wrap an observer that does more than update counters in
+// observe.Async, so that it never slows a call.
 type (
 	// Observer receives attempt records and breaker state changes, called
 	// synchronously on the calls' goroutines, outside every lock, possibly
@@ -40,6 +43,68 @@ type (
 	WaitStart = observe.WaitStart
 	// WaitEnd is the end of a wait: a source admitted, or the call gave up.
 	WaitEnd = observe.WaitEnd
+	// CallStart is a governed call beginning, before its first admission
+	// round: what a ContextObserver's StartCall receives.
+	CallStart = observe.CallStart
+	// Hedge is one hedging event of a call (Event is one of the Hedge…
+	// constants).
+	Hedge = observe.Hedge
+	// Advertised is what one upstream answer said about its source's rate
+	// limits.
+	Advertised = observe.Advertised
+	// AdvertisedWindow is one limit window an upstream answer advertised.
+	AdvertisedWindow = observe.AdvertisedWindow
+
+	// AttemptStartObserver is an Observer that also wants attempt starts.
+	AttemptStartObserver = observe.AttemptStartObserver
+	// RejectionObserver is an Observer that also wants the sources an
+	// admission round skipped.
+	RejectionObserver = observe.RejectionObserver
+	// WaitObserver is an Observer that also wants a call's waits for a
+	// runnable source.
+	WaitObserver = observe.WaitObserver
+	// CallObserver is an Observer that also wants each call's result.
+	CallObserver = observe.CallObserver
+	// HedgeObserver is an Observer that also wants the hedging events of
+	// the scopes that hedge.
+	HedgeObserver = observe.HedgeObserver
+	// AdvertisedObserver is an Observer that also wants the rate-limit
+	// figures of every upstream answer that carried any.
+	AdvertisedObserver = observe.AdvertisedObserver
+	// EnabledObserver is an Observer that can say it would ignore every
+	// event of a call starting now.
+	EnabledObserver = observe.EnabledObserver
+	// ContextObserver is an Observer that also follows each call and
+	// attempt through its ctx, as a tracer does.
+	ContextObserver = observe.ContextObserver
+	// HedgeContextObserver is a ContextObserver that also wants each
+	// hedging event with the ctx of its call.
+	HedgeContextObserver = observe.HedgeContextObserver
+)
+
+// The values of Hedge.Event.
+const (
+	// HedgeFired: a call's attempt went the hedge delay without its first
+	// chunk, and a hedge attempt started on Hedge.Source.
+	HedgeFired = observe.HedgeFired
+	// HedgeWon: the hedge delivered first; its answer is the call's.
+	HedgeWon = observe.HedgeWon
+	// HedgeWasted: the hedge did not deliver first.
+	HedgeWasted = observe.HedgeWasted
+	// HedgeSkippedBudget: a hedge was due but the scope's hedge budget was
+	// spent.
+	HedgeSkippedBudget = observe.HedgeSkippedBudget
+	// HedgeSkippedNoSource: a hedge was due but no other source was
+	// admitted.
+	HedgeSkippedNoSource = observe.HedgeSkippedNoSource
+)
+
+// The values of CallStart.Operation and AttemptStart.Operation; a call of a
+// custom function (Call) has none.
+const (
+	OperationChat       = observe.OperationChat
+	OperationEmbeddings = observe.OperationEmbeddings
+	OperationOCR        = observe.OperationOCR
 )
 
 // The values of AttemptRecord.Outcome: the retry classes, plus
@@ -62,16 +127,17 @@ const (
 
 // The values of CallResult.Result.
 const (
-	ResultSuccess        = observe.ResultSuccess
-	ResultCircuitOpen    = observe.ResultCircuitOpen
-	ResultQuotaExhausted = observe.ResultQuotaExhausted
-	ResultStalled        = observe.ResultStalled
-	ResultUnavailable    = observe.ResultUnavailable
-	ResultCallerError    = observe.ResultCallerError
-	ResultCanceled       = observe.ResultCanceled
-	ResultAbandoned      = observe.ResultAbandoned
-	ResultClosed         = observe.ResultClosed
-	ResultError          = observe.ResultError
+	ResultSuccess          = observe.ResultSuccess
+	ResultCircuitOpen      = observe.ResultCircuitOpen
+	ResultQuotaExhausted   = observe.ResultQuotaExhausted
+	ResultStalled          = observe.ResultStalled
+	ResultUnavailable      = observe.ResultUnavailable
+	ResultCallerError      = observe.ResultCallerError
+	ResultCanceled         = observe.ResultCanceled
+	ResultDeadlineExceeded = observe.ResultDeadlineExceeded
+	ResultAbandoned        = observe.ResultAbandoned
+	ResultClosed           = observe.ResultClosed
+	ResultError            = observe.ResultError
 )
 
 // attemptLog logs every attempt at Debug (admission logs the waits and the

@@ -79,6 +79,53 @@ var (
 	_                       = []string{pgw.OutcomeHedgeLost, pgw.OutcomeAbandoned}
 )
 
+// The result of a call its caller's deadline ended.
+var _ = []string{pgw.ResultDeadlineExceeded, observe.ResultDeadlineExceeded}
+
+// An observer written against the root package alone: every event type of
+// every optional interface, the hedging events and operations, by their
+// root names.
+type rootObserver struct{}
+
+func (rootObserver) ObserveAttempt(pgw.AttemptRecord)                               {}
+func (rootObserver) ObserveStateChange(pgw.StateChange)                             {}
+func (rootObserver) ObserveAttemptStart(pgw.AttemptStart)                           {}
+func (rootObserver) ObserveRejection(pgw.Rejection)                                 {}
+func (rootObserver) ObserveWaitStart(pgw.WaitStart)                                 {}
+func (rootObserver) ObserveWaitEnd(pgw.WaitEnd)                                     {}
+func (rootObserver) ObserveCall(pgw.CallResult)                                     {}
+func (rootObserver) ObserveHedge(pgw.Hedge)                                         {}
+func (rootObserver) ObserveHedgeContext(context.Context, pgw.Hedge)                 {}
+func (rootObserver) ObserveAdvertised(pgw.Advertised)                               {}
+func (rootObserver) Enabled() bool                                                  { return true }
+func (rootObserver) EndAttempt(context.Context, pgw.AttemptRecord)                  {}
+func (rootObserver) EndWait(context.Context, pgw.WaitEnd)                           {}
+func (rootObserver) EndCall(context.Context, pgw.CallResult)                        {}
+func (rootObserver) StartCall(ctx context.Context, _ pgw.CallStart) context.Context { return ctx }
+func (rootObserver) StartAttempt(ctx context.Context, _ pgw.AttemptStart) context.Context {
+	return ctx
+}
+
+var (
+	_ pgw.Observer             = rootObserver{}
+	_ pgw.AttemptStartObserver = rootObserver{}
+	_ pgw.RejectionObserver    = rootObserver{}
+	_ pgw.WaitObserver         = rootObserver{}
+	_ pgw.CallObserver         = rootObserver{}
+	_ pgw.HedgeObserver        = rootObserver{}
+	_ pgw.HedgeContextObserver = rootObserver{}
+	_ pgw.AdvertisedObserver   = rootObserver{}
+	_ pgw.EnabledObserver      = rootObserver{}
+	_ pgw.ContextObserver      = rootObserver{}
+
+	_ = pgw.ObserverFuncs{Hedge: func(pgw.Hedge) {}}
+	_ = pgw.Hedge{Scope: "", Source: "", Primary: "", Event: pgw.HedgeFired, At: time.Time{}}
+	_ = []string{pgw.HedgeFired, pgw.HedgeWon, pgw.HedgeWasted, pgw.HedgeSkippedBudget, pgw.HedgeSkippedNoSource}
+	_ = pgw.CallStart{Scope: "", Operation: pgw.OperationChat, Model: "", At: time.Time{}}
+	_ = []string{pgw.OperationChat, pgw.OperationEmbeddings, pgw.OperationOCR}
+	_ = pgw.Advertised{Scope: "", Source: "", Requests: pgw.AdvertisedWindow{Limit: -1, Remaining: -1, Reset: 0}, Tokens: pgw.AdvertisedWindow{}, At: time.Time{}}
+)
+
 func TestPinnedV2NamesCompile(t *testing.T) {
 	_ = pinnedDoResult
 }

@@ -303,14 +303,14 @@ func sourcePath(src config.Source, rel string) string {
 }
 
 // upstreamFailure reads a non-2xx answer (at most provider.MaxErrorBody of
-// its body) into the error the loop classifies, keeping the answer to
-// return it as it is when the request itself was at fault.
+// its body, src's credentials redacted: provider.ReadErrorBody) into the
+// error the loop classifies, keeping the answer to return it as it is when
+// the request itself was at fault.
 func upstreamFailure(src config.Source, resp *http.Response, now time.Time) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
+	b := provider.ReadErrorBody(resp.Body, provider.Credentials(src))
 	_ = resp.Body.Close()
 	eb := provider.ParseSourceError(src.Provider, src, resp.StatusCode, b)
 	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, b, now)
-	b = provider.RedactCredentials(b, provider.Credentials(src))
 	he := &errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()}
 	if resp.Request != nil && resp.Request.URL != nil {
 		he.Path = resp.Request.URL.Path // never the query, which may hold a key

@@ -126,18 +126,23 @@ const echoKey, echoToken = "sk-live-0123456789", "tok-9876543210"
 
 // echoedGateway is a CHAT scope of one source on the upstream at url, with
 // echoKey as its key, echoToken in its BASE_URL's query and one attempt per
-// call, logging at Debug into the buffer it returns.
-func echoedGateway(t *testing.T, url string) (*pgw.GatewayClient, *recorder, *syncBuffer) {
+// call, logging at Debug into the buffer it returns; kv are more keys and
+// values of its environment.
+func echoedGateway(t *testing.T, url string, kv ...string) (*pgw.GatewayClient, *recorder, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw, rec := newGateway(t, map[string]string{
+	env := map[string]string{
 		"PGW_SCOPES":         "CHAT",
 		"CHAT__SOURCES":      "a",
 		"CHAT__A__BASE_URL":  url + "/v1?token=" + echoToken,
 		"CHAT__A__API_KEY":   echoKey,
 		"CHAT__MAX_ATTEMPTS": "1",
-	}, pgw.WithLogger(l))
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	gw, rec := newGateway(t, env, pgw.WithLogger(l))
 	return gw, rec, logs
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -108,7 +107,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, payload []byte)
 	transport.ObserveResponse(ctx, resp.StatusCode, resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
+		body := provider.ReadErrorBody(resp.Body, provider.Credentials(src))
 		ra, _ := provider.RetryAfter(resp.Header, c.now())
 		eb := provider.ParseSourceError(config.ProviderAnthropic, src, resp.StatusCode, body)
 		he := &errs.HTTPError{

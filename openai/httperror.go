@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/pgw-go/pgw/internal/errs"
@@ -16,7 +15,7 @@ import (
 // spent quota (errs.SpentQuota) when the body says so, as the gateway's
 // http client marks it. The caller closes the body.
 func (c *Client) httpError(resp *http.Response, src transport.Source, req *http.Request) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, provider.MaxErrorBody))
+	body := provider.ReadErrorBody(resp.Body, provider.Credentials(src))
 	ra, _ := provider.ErrorRetryAfter(resp.StatusCode, resp.Header, body, c.now()) // Gemini says when in the body
 	eb := provider.ParseSourceError(src.Provider, src, resp.StatusCode, body)
 	he := withPath(&errs.HTTPError{StatusCode: resp.StatusCode, RetryAfter: ra, Message: eb.Text()}, req)

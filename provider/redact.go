@@ -11,15 +11,17 @@ import (
 // the error answer it is handed: a credential is redacted inside string
 // values and keys (escaped forms included, as the SDK decodes them), and a
 // number that shows one becomes the string "[redacted]" — a plain byte
-// replacement would leave [redacted] unquoted where the number was. Any
-// other text is redacted byte by byte. b is returned as it is when no
-// credential occurs in it, and is never modified: a redacted body is a new
-// slice.
+// replacement would leave [redacted] unquoted where the number was. A body
+// that opens as JSON but is not valid (one cut at MaxErrorBody) is read the
+// same way, its last string even when the cut left it open, so that an
+// escaped credential is found there too. Any other text is redacted byte by
+// byte. b is returned as it is when no credential occurs in it, and is never
+// modified: a redacted body is a new slice.
 func RedactCredentials(b []byte, creds []string) []byte {
 	if len(creds) == 0 || !mayHold(b, creds) {
 		return b
 	}
-	if isJSONValue(b) {
+	if looksJSON(b) {
 		b = redactJSON(b, creds)
 	}
 	return redactBytes(b, creds) // text, or a credential across JSON tokens
@@ -45,22 +47,15 @@ func redactBytes(b []byte, creds []string) []byte {
 	return b
 }
 
-// isJSONValue reports whether b is one JSON object or array — what an
-// error body is; a bare string or number is left to the byte replacement.
-func isJSONValue(b []byte) bool {
-	t := bytes.TrimLeft(b, " \t\r\n")
-	return len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(b)
-}
-
-// redactJSON rewrites the strings and numbers of valid JSON b that show a
+// redactJSON rewrites the strings and numbers of JSON text b that show a
 // credential, copying everything else as it is.
 func redactJSON(b []byte, creds []string) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
 		switch c := b[i]; {
 		case c == '"':
-			end := stringEnd(b, i)
-			out = append(out, redactString(b[i:end], creds)...)
+			end, closed := stringEnd(b, i)
+			out = append(out, redactString(b[i:end], closed, creds)...)
 			i = end
 		case c == '-' || c >= '0' && c <= '9':
 			end := i + 1
@@ -82,36 +77,50 @@ func redactJSON(b []byte, creds []string) []byte {
 	return out
 }
 
-// stringEnd returns the index just past the JSON string that opens at i.
-func stringEnd(b []byte, i int) int {
+// stringEnd returns the index just past the JSON string that opens at i,
+// and whether its closing quote is there: a string of a cut body may end
+// with the body.
+func stringEnd(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
 		case '\\':
 			j++
 		case '"':
-			return j + 1
+			return j + 1, true
 		}
 	}
-	return len(b) // not reached for valid JSON
+	return len(b), false
 }
 
-// redactString returns the JSON string raw (quotes included) with creds
-// redacted from its decoded text, re-encoded only when that changed it.
-func redactString(raw []byte, creds []string) []byte {
+// redactString returns the JSON string raw (quotes included; the closing
+// one missing unless closed) with creds redacted from its decoded text,
+// re-encoded only when that changed it. A string left open stays open.
+func redactString(raw []byte, closed bool, creds []string) []byte {
+	whole := raw
+	if !closed {
+		whole = append(append([]byte(nil), raw...), '"')
+	}
+	var red []byte
 	if bytes.IndexByte(raw, '\\') < 0 {
 		if !containsAny(raw, creds) {
 			return raw
 		}
-		return appendJSONString(nil, redactText(string(raw[1:len(raw)-1]), creds))
+		red = appendJSONString(nil, redactText(string(whole[1:len(whole)-1]), creds))
+	} else {
+		var s string
+		if json.Unmarshal(whole, &s) != nil {
+			return raw // the byte replacement still sees what is not escaped
+		}
+		r := redactText(s, creds)
+		if r == s {
+			return raw
+		}
+		red = appendJSONString(nil, r)
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return raw
+	if !closed {
+		red = red[:len(red)-1]
 	}
-	if red := redactText(s, creds); red != s {
-		return appendJSONString(nil, red)
-	}
-	return raw
+	return red
 }
 
 func containsAny(b []byte, creds []string) bool {

@@ -11,7 +11,8 @@ import (
 
 // A body that is JSON stays JSON when a credential is redacted from it: in
 // strings (escaped forms too) and keys, and a number that shows one becomes
-// a string; text that is not JSON is redacted byte by byte.
+// a string; JSON cut short is read alike; text that is not JSON is
+// redacted byte by byte.
 func TestRedactingAJSONBodyKeepsItJSON(t *testing.T) {
 	creds := []string{"sk-key-0123", "12345678"}
 	cases := []struct{ name, in, want string }{
@@ -24,7 +25,8 @@ func TestRedactingAJSONBodyKeepsItJSON(t *testing.T) {
 		{"layout kept", "{\n  \"a\": [ 12345678, null, false ],\n  \"b\": 7\n}", "{\n  \"a\": [ \"[redacted]\", null, false ],\n  \"b\": 7\n}"},
 		{"nothing to redact", `{"a":"b\n","n":1234567}`, `{"a":"b\n","n":1234567}`},
 		{"text", `account=12345678; key sk-key-0123`, `account=[redacted]; key [redacted]`},
-		{"broken JSON", `{"account":12345678`, `{"account":[redacted]`},
+		{"cut JSON", `{"account":12345678`, `{"account":"[redacted]"`},
+		{"cut JSON, escaped in an open string", `{"message":"key \u0073k-key-0123 and`, `{"message":"key [redacted] and`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

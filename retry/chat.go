@@ -353,7 +353,7 @@ func streamResult(ctx context.Context, outcome string) string {
 		if errs.ClosedBy(ctx) {
 			return observe.ResultClosed
 		}
-		return observe.ResultCanceled
+		return endedResult(ctx)
 	}
 	return observe.ResultError // cut after the first chunk: not retried
 }

@@ -34,8 +34,10 @@
 // and gen_ai.usage.output_tokens, gen_ai.response.time_to_first_chunk (s) for
 // a streamed answer, server.address and server.port (from the source's base
 // URL), http.response.status_code and error.type (the status code, or pgw's
-// outcome class) when it failed (an abandoned answer or a lost hedge race
-// is no failure: no error.type, no error status), and pgw's own: pgw.scope, pgw.source,
+// outcome class; deadline_exceeded for one the caller's deadline cut) when
+// it failed (an abandoned answer, a lost hedge race and an attempt whose
+// caller cancelled are no failure: no error.type, no error status), and
+// pgw's own: pgw.scope, pgw.source,
 // pgw.priority (the source's tier), pgw.breaker.state (the breaker's state
 // when it admitted the attempt), pgw.probe (the attempt held the half-open
 // probe lease), pgw.attempt (from 1), pgw.outcome (success, failure,
@@ -43,6 +45,14 @@
 // hedge_lost) and pgw.retry_after (s; the upstream's Retry-After, which pgw
 // honoured by holding the source off). The attempt of a custom function (pgw.Call) is a
 // "pgw.attempt" span without gen_ai attributes.
+//
+// The call's span has status Error, and error.type its pgw.result, when the
+// call failed. A call its caller cancelled (pgw.result canceled) or a stream
+// closed early (abandoned) did not fail — the caller no longer wanted the
+// answer — and has neither, as the conventions keep the Error status and
+// error.type for operations that failed; a call whose caller's deadline
+// passed first (deadline_exceeded) failed to deliver in time, and has both.
+// pgw_calls_total labels the same calls with the same result.
 //
 // A streamed chat answer's attempt span, and the call's, end when the stream
 // ends: at io.EOF, an error, or Close.
@@ -72,12 +82,19 @@
 //	pgw_breaker_state{scope,source}              gauge: 0 closed, 1 open, 2 half_open
 //	pgw_breaker_forced{scope,source}             gauge: 0 none, 1 forced open, 2 forced closed
 //	pgw_in_flight{scope,source}                  up-down counter: attempts running
-//	pgw_attempt_duration_seconds{scope,source}   histogram, s
+//	pgw_attempt_duration_seconds{scope,source}   histogram, s (lost hedges left out)
 //	pgw_wait_duration_seconds{scope}             histogram, s
 //	pgw_hedges_total{scope,source,event}         counter
 //	pgw_advertised_remaining{scope,source,window}  gauge: what the upstream last advertised is left (window: requests, tokens)
 //	pgw_advertised_limit{scope,source,window}      gauge: the window's size the upstream last advertised
 //	pgw_advertised_reset_seconds{scope,source,window} gauge, s: time to the window's reset, as of the last answer
+//
+// An attempt that lost a hedge race (observe.OutcomeHedgeLost) is left out
+// of gen_ai.client.operation.duration, its time to first chunk and
+// pgw_attempt_duration_seconds, as observe/prom leaves it out: pgw cut it
+// short when another attempt delivered, so its time says how long the race
+// took, not how long the source takes. pgw_attempts_total{outcome=
+// "hedge_lost"} counts it, and gen_ai.client.token.usage its tokens.
 //
 // The GenAI histograms use the conventions' bucket advice (DurationBuckets,
 // TokenBuckets) and carry gen_ai.operation.name, gen_ai.provider.name,

@@ -3,6 +3,7 @@ package prom_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -34,4 +35,28 @@ pgw_hedges_total{event="wasted",scope="CHAT",source="s2"} 1
 pgw_hedges_total{event="won",scope="CHAT",source="s2"} 1
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "pgw_hedges_total"))
+}
+
+// An attempt that lost a hedge race is counted by its outcome, but its time
+// stays out of pgw_attempt_duration_seconds: pgw cut it short, so it says
+// how long the race took, not how long the source takes.
+func TestALostHedgesTimeStaysOutOfTheAttemptDuration(t *testing.T) {
+	c := prom.New(prom.WithAttemptBuckets([]float64{1}))
+	c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s1"})
+	c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s2"})
+	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s2", Outcome: observe.OutcomeSuccess, Latency: 300 * time.Millisecond})
+	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomeHedgeLost, Latency: 2 * time.Second})
+	want := `
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts that lost a hedge race are left out.
+# TYPE pgw_attempt_duration_seconds histogram
+pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s2",le="1"} 1
+pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s2",le="+Inf"} 1
+pgw_attempt_duration_seconds_sum{scope="CHAT",source="s2"} 0.3
+pgw_attempt_duration_seconds_count{scope="CHAT",source="s2"} 1
+# HELP pgw_attempts_total Finished attempts of governed calls, by outcome.
+# TYPE pgw_attempts_total counter
+pgw_attempts_total{outcome="hedge_lost",scope="CHAT",source="s1"} 1
+pgw_attempts_total{outcome="success",scope="CHAT",source="s2"} 1
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "pgw_attempt_duration_seconds", "pgw_attempts_total"))
 }
