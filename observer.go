@@ -127,17 +127,16 @@ const (
 
 // The values of CallResult.Result.
 const (
-	ResultSuccess          = observe.ResultSuccess
-	ResultCircuitOpen      = observe.ResultCircuitOpen
-	ResultQuotaExhausted   = observe.ResultQuotaExhausted
-	ResultStalled          = observe.ResultStalled
-	ResultUnavailable      = observe.ResultUnavailable
-	ResultCallerError      = observe.ResultCallerError
-	ResultCanceled         = observe.ResultCanceled
-	ResultDeadlineExceeded = observe.ResultDeadlineExceeded
-	ResultAbandoned        = observe.ResultAbandoned
-	ResultClosed           = observe.ResultClosed
-	ResultError            = observe.ResultError
+	ResultSuccess        = observe.ResultSuccess
+	ResultCircuitOpen    = observe.ResultCircuitOpen
+	ResultQuotaExhausted = observe.ResultQuotaExhausted
+	ResultStalled        = observe.ResultStalled
+	ResultUnavailable    = observe.ResultUnavailable
+	ResultCallerError    = observe.ResultCallerError
+	ResultCanceled       = observe.ResultCanceled
+	ResultAbandoned      = observe.ResultAbandoned
+	ResultClosed         = observe.ResultClosed
+	ResultError          = observe.ResultError
 )
 
 // attemptLog logs every attempt at Debug (admission logs the waits and the

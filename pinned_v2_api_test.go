@@ -79,9 +79,6 @@ var (
 	_                       = []string{pgw.OutcomeHedgeLost, pgw.OutcomeAbandoned}
 )
 
-// The result of a call its caller's deadline ended.
-var _ = []string{pgw.ResultDeadlineExceeded, observe.ResultDeadlineExceeded}
-
 // An observer written against the root package alone: every event type of
 // every optional interface, the hedging events and operations, by their
 // root names.

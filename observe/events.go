@@ -46,13 +46,8 @@ const (
 	// it cannot be sent (a *transport.RequestError; Attempts 0, no
 	// Source).
 	ResultCallerError = "caller_error"
-	// ResultCanceled: the caller cancelled the call's context: it no
-	// longer wanted the answer. Not a failure of the call.
+	// ResultCanceled: the caller's context ended the call.
 	ResultCanceled = "canceled"
-	// ResultDeadlineExceeded: the deadline of the caller's context passed
-	// before the call delivered (context.DeadlineExceeded): the caller
-	// still wanted the answer and did not get it in time.
-	ResultDeadlineExceeded = "deadline_exceeded"
 	// ResultAbandoned: a chat stream was closed before its end.
 	ResultAbandoned = "abandoned"
 	// ResultClosed: the gateway's Close ended the call (it returned

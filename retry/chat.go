@@ -353,7 +353,7 @@ func streamResult(ctx context.Context, outcome string) string {
 		if errs.ClosedBy(ctx) {
 			return observe.ResultClosed
 		}
-		return endedResult(ctx)
+		return observe.ResultCanceled
 	}
 	return observe.ResultError // cut after the first chunk: not retried
 }

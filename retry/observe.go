@@ -152,15 +152,6 @@ func endedOutcome(ctx context.Context) string {
 	return observe.OutcomeCanceled
 }
 
-// endedResult is the CallResult.Result of a call the caller's ctx ended:
-// ResultDeadlineExceeded when its deadline passed, else ResultCanceled.
-func endedResult(ctx context.Context) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return observe.ResultDeadlineExceeded
-	}
-	return observe.ResultCanceled
-}
-
 // refuse reports a call refused before admission because its request
 // cannot be sent (err, a *transport.RequestError): a CallResult
 // "caller_error" with no attempt and no source, like a request an upstream
@@ -201,7 +192,7 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 	case errors.As(err, &gue):
 		return observe.ResultUnavailable
 	case ctx.Err() != nil:
-		return endedResult(ctx)
+		return observe.ResultCanceled
 	}
 	switch l.classify(err) {
 	case CallerError, Success: // an error classified Success is returned as a caller error

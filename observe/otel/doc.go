@@ -34,10 +34,8 @@
 // and gen_ai.usage.output_tokens, gen_ai.response.time_to_first_chunk (s) for
 // a streamed answer, server.address and server.port (from the source's base
 // URL), http.response.status_code and error.type (the status code, or pgw's
-// outcome class; deadline_exceeded for one the caller's deadline cut) when
-// it failed (an abandoned answer, a lost hedge race and an attempt whose
-// caller cancelled are no failure: no error.type, no error status), and
-// pgw's own: pgw.scope, pgw.source,
+// outcome class) when it failed (an abandoned answer or a lost hedge race
+// is no failure: no error.type, no error status), and pgw's own: pgw.scope, pgw.source,
 // pgw.priority (the source's tier), pgw.breaker.state (the breaker's state
 // when it admitted the attempt), pgw.probe (the attempt held the half-open
 // probe lease), pgw.attempt (from 1), pgw.outcome (success, failure,
@@ -45,14 +43,6 @@
 // hedge_lost) and pgw.retry_after (s; the upstream's Retry-After, which pgw
 // honoured by holding the source off). The attempt of a custom function (pgw.Call) is a
 // "pgw.attempt" span without gen_ai attributes.
-//
-// The call's span has status Error, and error.type its pgw.result, when the
-// call failed. A call its caller cancelled (pgw.result canceled) or a stream
-// closed early (abandoned) did not fail — the caller no longer wanted the
-// answer — and has neither, as the conventions keep the Error status and
-// error.type for operations that failed; a call whose caller's deadline
-// passed first (deadline_exceeded) failed to deliver in time, and has both.
-// pgw_calls_total labels the same calls with the same result.
 //
 // A streamed chat answer's attempt span, and the call's, end when the stream
 // ends: at io.EOF, an error, or Close.

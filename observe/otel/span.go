@@ -106,13 +106,7 @@ func (ob *Observer) EndWait(ctx context.Context, e observe.WaitEnd) {
 	cs.span.AddEvent(EventWait, trace.WithTimestamp(e.At.Add(-e.Waited)), trace.WithAttributes(attrs...))
 }
 
-// EndCall ends the call's span with its result. A call that failed has
-// status Error and error.type its result; one that succeeded, or that its
-// caller ended — cancelled (observe.ResultCanceled) or a stream closed
-// early (observe.ResultAbandoned) — has neither: the caller no longer wanted
-// the answer, which is no failure of the call. One whose caller's deadline
-// passed (observe.ResultDeadlineExceeded) failed: the caller still wanted
-// the answer.
+// EndCall ends the call's span with its result.
 func (ob *Observer) EndCall(ctx context.Context, e observe.CallResult) {
 	cs, _ := ctx.Value(callKey{}).(*callState)
 	if cs == nil {
@@ -128,44 +122,13 @@ func (ob *Observer) EndCall(ctx context.Context, e observe.CallResult) {
 		if e.Source != "" {
 			attrs = append(attrs, AttrSource.String(e.Source))
 		}
-		if callFailed(e.Result) {
+		if e.Result != observe.ResultSuccess && e.Result != observe.ResultAbandoned {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(e.Result))
 			cs.span.SetStatus(codes.Error, e.Result)
 		}
 		cs.span.SetAttributes(attrs...)
 	}
 	cs.span.End(trace.WithTimestamp(e.Start.Add(e.Duration)))
-}
-
-// callFailed reports whether a call that ended with result failed.
-func callFailed(result string) bool {
-	switch result {
-	case observe.ResultSuccess, observe.ResultAbandoned, observe.ResultCanceled:
-		return false
-	}
-	return true
-}
-
-// attemptErrorType is the error.type of an attempt that ended under ctx
-// (its own), "" for one that did not fail: a success, an abandoned answer, a
-// lost hedge race, and an attempt its caller cancelled, which were ended by
-// pgw or its caller. An attempt the caller's deadline cut is
-// "deadline_exceeded", as its call is (observe.ResultDeadlineExceeded); a
-// failure with a status is the status.
-func attemptErrorType(ctx context.Context, e observe.AttemptRecord) string {
-	switch e.Outcome {
-	case observe.OutcomeSuccess, observe.OutcomeAbandoned, observe.OutcomeHedgeLost:
-		return ""
-	case observe.OutcomeCanceled:
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(e.Err, context.DeadlineExceeded) {
-			return observe.ResultDeadlineExceeded
-		}
-		return ""
-	}
-	if e.Status > 0 {
-		return strconv.Itoa(e.Status)
-	}
-	return e.Outcome
 }
 
 type attemptKey struct{}
@@ -235,7 +198,15 @@ func (ob *Observer) EndAttempt(ctx context.Context, e observe.AttemptRecord) {
 	if as == nil {
 		return
 	}
-	errType := attemptErrorType(ctx, e)
+	// An abandoned answer and a lost hedge race were ended by pgw or its
+	// caller, not failed: neither is an error.
+	var errType string
+	if e.Outcome != observe.OutcomeSuccess && e.Outcome != observe.OutcomeAbandoned && e.Outcome != observe.OutcomeHedgeLost {
+		errType = e.Outcome
+		if e.Status > 0 {
+			errType = strconv.Itoa(e.Status)
+		}
+	}
 	respModel := ""
 	if m := as.model.Load(); m != nil {
 		respModel = *m
