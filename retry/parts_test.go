@@ -368,14 +368,7 @@ func TestASplitCallOnAStalledScopeEndsAfterOneStallWindow(t *testing.T) {
 	start := clk.Now()
 	tr := &fakeEmbed{}
 	_, err = retry.NewEmbed(l, tr, 4).Embed(context.Background(), transport.EmbedRequest{Inputs: inputs(4)})
-	var be *errs.BatchError
-	require.ErrorAs(t, err, &be)
-	require.Len(t, be.Failed, 4)
-	for _, f := range be.Failed {
-		var ase *errs.AllSourcesExhausted
-		require.ErrorAs(t, f.Err, &ase)
-		assert.Equal(t, errs.ReasonStalled, ase.Reason)
-	}
+	requireEveryPartFailed(t, err, 4, errs.ReasonStalled)
 	assert.Empty(t, tr.batches)
 	assert.LessOrEqual(t, clk.Now().Sub(start), w+2*poll, "one stall window, not one per part")
 
@@ -384,8 +377,21 @@ func TestASplitCallOnAStalledScopeEndsAfterOneStallWindow(t *testing.T) {
 	ocr := &heldOCR{h: newHeldParts()}
 	_, err = retry.NewOCR(l, ocr, 4).Pages(context.Background(), []transport.OCRRequest{
 		{Image: []byte("a")}, {Image: []byte("b")}, {Image: []byte("c")}})
-	require.ErrorAs(t, err, &be)
-	require.Len(t, be.Failed, 3)
+	requireEveryPartFailed(t, err, 3, errs.ReasonStalled)
 	assert.Zero(t, ocr.calls.Load())
 	assert.LessOrEqual(t, clk.Now().Sub(start), w+2*poll, "one stall window, not one per page")
+}
+
+// requireEveryPartFailed checks that err is a split call's BatchError whose
+// n parts all failed as AllSourcesExhausted with reason.
+func requireEveryPartFailed(t *testing.T, err error, n int, reason string) {
+	t.Helper()
+	var be *errs.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Failed, n)
+	for _, f := range be.Failed {
+		var ase *errs.AllSourcesExhausted
+		require.ErrorAs(t, f.Err, &ase)
+		assert.Equal(t, reason, ase.Reason)
+	}
 }

@@ -31,14 +31,7 @@ func TestSplitCallFailsFastOnSlotsOthersHold(t *testing.T) {
 	}
 	tr := &fakeEmbed{}
 	_, err := retry.NewEmbed(l, tr, 4).Embed(ctx, transport.EmbedRequest{Inputs: inputs(4)})
-	var be *errs.BatchError
-	require.ErrorAs(t, err, &be)
-	require.Len(t, be.Failed, 4)
-	for _, f := range be.Failed {
-		var ase *errs.AllSourcesExhausted
-		require.ErrorAs(t, f.Err, &ase)
-		assert.Equal(t, errs.ReasonQuotaExhausted, ase.Reason)
-	}
+	requireEveryPartFailed(t, err, 4, errs.ReasonQuotaExhausted)
 	assert.Empty(t, tr.batches, "nothing was sent")
 	for _, tk := range outside {
 		require.NoError(t, tk.Done(ctx, admission.Result{Outcome: gate.Success}))
