@@ -462,9 +462,6 @@ round:
 				if qd.Limit == gate.LimitInFlight {
 					full = append(full, slotAsk{i, epoch})
 				}
-				if qd.Limit == gate.LimitInFlight {
-					full = append(full, slotAsk{i, epoch})
-				}
 				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
