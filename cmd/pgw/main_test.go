@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,6 +99,26 @@ func assertLeft(t *testing.T, got, span time.Duration, setFrom, setTo, readFrom,
 	assert.LessOrEqual(t, got, span-readFrom.Sub(setTo)+rounding, "%s %v", what, got)
 }
 
+// assertUsed checks a rate column of pgw status ("used/limit"): n taken
+// between takeFrom and takeTo, read between readFrom and readTo (server
+// times), drained at limit a minute, rounded up as status prints it — at
+// least what is left after the longest time between a take and the read,
+// at most what is left after the shortest.
+func assertUsed(t *testing.T, cell string, limit int, n int64, takeFrom, takeTo, readFrom, readTo time.Time, what string) {
+	t.Helper()
+	u, ok := strings.CutSuffix(cell, "/"+strconv.Itoa(limit))
+	require.True(t, ok, "%s %q", what, cell)
+	got, err := strconv.ParseInt(u, 10, 64)
+	require.NoError(t, err, "%s %q", what, cell)
+	r := gate.NewRate(limit)
+	left := func(elapsed time.Duration) int64 {
+		level := max(n*r.Unit-elapsed.Microseconds()*r.Drain, 0)
+		return (level + r.Unit - 1) / r.Unit
+	}
+	assert.GreaterOrEqual(t, got, left(readTo.Sub(takeFrom)), "%s %q", what, cell)
+	assert.LessOrEqual(t, got, left(readFrom.Sub(takeTo)), "%s %q", what, cell)
+}
+
 func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	gatewayEnv(t, srv.Addr)
@@ -164,18 +183,10 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	assert.Equal(t, "-", openai["FORCED"])
 	assert.Equal(t, "0", openai["FAILS"])
 	assert.Equal(t, "2/4", openai["IN_FLIGHT"], "one of three permits released")
-	assert.Equal(t, "3/60", openai["RPM_USED"])
-	// TPM drains 100000/60 tokens a second: of the 3000 taken, what went
-	// since the Acquires is gone — at least what the time between their end
-	// and the status's start drains, at most what the time from their start
-	// to the status's end does.
-	tpm, ok := strings.CutSuffix(openai["TPM_USED"], "/100000")
-	require.True(t, ok, "TPM_USED %q", openai["TPM_USED"])
-	n, err := strconv.Atoi(tpm)
-	require.NoError(t, err)
-	drained := func(d time.Duration) float64 { return d.Seconds() * 100000 / 60 }
-	assert.GreaterOrEqual(t, n, int(math.Floor(3000-drained(afterStatus.Sub(beforeAcquires)))), "TPM_USED %q", openai["TPM_USED"])
-	assert.LessOrEqual(t, n, int(math.Ceil(3000-drained(beforeStatus.Sub(afterAcquires)))), "TPM_USED %q", openai["TPM_USED"])
+	// RPM and TPM drain their limit a minute: of the 3 requests and 3000
+	// tokens taken, what went since the Acquires is gone.
+	assertUsed(t, openai["RPM_USED"], 60, 3, beforeAcquires, afterAcquires, beforeStatus, afterStatus, "RPM_USED")
+	assertUsed(t, openai["TPM_USED"], 100000, 3000, beforeAcquires, afterAcquires, beforeStatus, afterStatus, "TPM_USED")
 	assert.Equal(t, "7/60", openai["ADV_REQUESTS"], "what the upstream advertised, for the fleet")
 	assert.Equal(t, "-", openai["ADV_TOKENS"])
 	reset, err := time.ParseDuration(openai["ADV_RESET"])
