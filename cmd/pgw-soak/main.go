@@ -260,7 +260,8 @@ func printReport(w io.Writer, m faultsuite.Report, plan []phase, leases []faults
 	fmt.Fprintf(w, "time outside attempts (bound: stall window + poll = %v, + %v slack): max %v (%s); %d calls past %v within the slack; %d past it while their scope kept delivering (legal: the stall budget counts from the scope's last success; max %v)\n",
 		stallWindow+poll, slack, m.MaxStall.Round(time.Millisecond), m.MaxStallCall, m.Late, stallWindow+poll,
 		m.Excused, m.MaxStallExcused.Round(time.Millisecond))
-	fmt.Fprintf(w, "cancelled calls: %d, max return after cancel %v\n", m.Cancelled, m.MaxCancelLatency.Round(time.Microsecond))
+	fmt.Fprintf(w, "cancelled calls: %d, max return after cancel %v (longest process pause %v)\n",
+		m.Cancelled, m.MaxCancelLatency.Round(time.Microsecond), m.MaxPause.Round(time.Microsecond))
 
 	violations := m.Violations
 	overlaps := faultsuite.ProbeOverlaps(m.Probes, m.Outages, true)

@@ -80,6 +80,45 @@ func trip(t *testing.T, b *redis.Breaker, source string) {
 	require.Equal(t, gate.Open, u.State)
 }
 
+// serverNow is the Redis server's clock, the one its gates' scripts and pgw
+// status read.
+func serverNow(t *testing.T, c *goredis.Client) time.Time {
+	t.Helper()
+	now, err := c.Time(t.Context()).Result()
+	require.NoError(t, err)
+	return now
+}
+
+// assertLeft checks a duration status shows as what is left of span, set
+// between setFrom and setTo and read between readFrom and readTo (server
+// times), as pgw status prints it: rounded to 100ms.
+func assertLeft(t *testing.T, got, span time.Duration, setFrom, setTo, readFrom, readTo time.Time, what string) {
+	t.Helper()
+	const rounding = 50 * time.Millisecond
+	assert.GreaterOrEqual(t, got, span-readTo.Sub(setFrom)-rounding, "%s %v", what, got)
+	assert.LessOrEqual(t, got, span-readFrom.Sub(setTo)+rounding, "%s %v", what, got)
+}
+
+// assertUsed checks a rate column of pgw status ("used/limit"): n taken
+// between takeFrom and takeTo, read between readFrom and readTo (server
+// times), drained at limit a minute, rounded up as status prints it — at
+// least what is left after the longest time between a take and the read,
+// at most what is left after the shortest.
+func assertUsed(t *testing.T, cell string, limit int, n int64, takeFrom, takeTo, readFrom, readTo time.Time, what string) {
+	t.Helper()
+	u, ok := strings.CutSuffix(cell, "/"+strconv.Itoa(limit))
+	require.True(t, ok, "%s %q", what, cell)
+	got, err := strconv.ParseInt(u, 10, 64)
+	require.NoError(t, err, "%s %q", what, cell)
+	r := gate.NewRate(limit)
+	left := func(elapsed time.Duration) int64 {
+		level := max(n*r.Unit-elapsed.Microseconds()*r.Drain, 0)
+		return (level + r.Unit - 1) / r.Unit
+	}
+	assert.GreaterOrEqual(t, got, left(readTo.Sub(takeFrom)), "%s %q", what, cell)
+	assert.LessOrEqual(t, got, left(readFrom.Sub(takeTo)), "%s %q", what, cell)
+}
+
 func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	gatewayEnv(t, srv.Addr)
@@ -92,6 +131,11 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	// openai: three calls admitted by the quota, one of them over.
 	q, err := redis.NewQuota(c, "CHAT", map[string]gate.Limits{"openai": {RPM: 60, TPM: 100000, MaxInFlight: 4}})
 	require.NoError(t, err)
+	// Every time the gates and pgw status use is the server's: the test
+	// reads it around what it does, and checks each time-dependent column
+	// against the span in which what it shows happened, however long the
+	// machine took between two steps.
+	beforeAcquires := serverNow(t, c)
 	var permits []gate.Permit
 	for range 3 {
 		p, d, err := q.Acquire(ctx, "openai", 1000)
@@ -99,14 +143,19 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 		require.True(t, d.Allowed)
 		permits = append(permits, p)
 	}
+	afterAcquires := serverNow(t, c)
 	require.NoError(t, q.Release(ctx, permits[0]))
 	// openai advertised 7 of 60 requests left, resetting in 40s.
 	adv, err := redis.NewBudget(c, "CHAT")
 	require.NoError(t, err)
+	beforeRefresh := serverNow(t, c)
 	require.NoError(t, adv.Refresh(ctx, "openai", gate.Advertised{
 		Requests: gate.AdvertisedWindow{Limit: 60, Remaining: 7, Reset: 40 * time.Second}, Tokens: gate.UnknownWindow}))
+	afterRefresh := serverNow(t, c)
 	// azure: open for 30s.
+	beforeTrip := serverNow(t, c)
 	trip(t, chat, "azure")
+	afterTrip := serverNow(t, c)
 	// local: open for 20ms, then a probe holds its lease for a minute.
 	short, err := redis.NewBreaker(c, "CHAT", gate.Policy{ConsecutiveFailures: 1, Cooldown: 20 * time.Millisecond, ProbeTTL: time.Minute})
 	require.NoError(t, err)
@@ -121,7 +170,9 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, "EMBEDDING/e1: closed → open (forced until reset)\n", out)
 
+	beforeStatus := serverNow(t, c)
 	code, out, errOut = pgw("status")
+	afterStatus := serverNow(t, c)
 	require.Equal(t, exitOK, code, errOut)
 	t.Logf("pgw status:\n%s", out)
 	rows := table(t, out)
@@ -132,26 +183,22 @@ func TestStatusAndForceAgainstRedisServer(t *testing.T) {
 	assert.Equal(t, "-", openai["FORCED"])
 	assert.Equal(t, "0", openai["FAILS"])
 	assert.Equal(t, "2/4", openai["IN_FLIGHT"], "one of three permits released")
-	assert.Equal(t, "3/60", openai["RPM_USED"])
-	// TPM drains about 1667 tokens a second: a few ms after the Acquires,
-	// a few dozen of the 3000 are gone.
-	tpm, ok := strings.CutSuffix(openai["TPM_USED"], "/100000")
-	require.True(t, ok, "TPM_USED %q", openai["TPM_USED"])
-	n, err := strconv.Atoi(tpm)
-	require.NoError(t, err)
-	assert.InDelta(t, 2900, n, 100, "TPM_USED %q", openai["TPM_USED"])
+	// RPM and TPM drain their limit a minute: of the 3 requests and 3000
+	// tokens taken, what went since the Acquires is gone.
+	assertUsed(t, openai["RPM_USED"], 60, 3, beforeAcquires, afterAcquires, beforeStatus, afterStatus, "RPM_USED")
+	assertUsed(t, openai["TPM_USED"], 100000, 3000, beforeAcquires, afterAcquires, beforeStatus, afterStatus, "TPM_USED")
 	assert.Equal(t, "7/60", openai["ADV_REQUESTS"], "what the upstream advertised, for the fleet")
 	assert.Equal(t, "-", openai["ADV_TOKENS"])
 	reset, err := time.ParseDuration(openai["ADV_RESET"])
 	require.NoError(t, err, "ADV_RESET %q", openai["ADV_RESET"])
-	assert.InDelta(t, float64(40*time.Second), float64(reset), float64(time.Second))
+	assertLeft(t, reset, 40*time.Second, beforeRefresh, afterRefresh, beforeStatus, afterStatus, "ADV_RESET")
 
 	azure := rows["CHAT/azure"]
 	assert.Equal(t, "open", azure["STATE"])
 	assert.Equal(t, "30s", azure["COOLDOWN"])
 	left, err := time.ParseDuration(azure["RETRY_IN"])
 	require.NoError(t, err, "RETRY_IN %q", azure["RETRY_IN"])
-	assert.InDelta(t, float64(29*time.Second), float64(left), float64(time.Second))
+	assertLeft(t, left, 30*time.Second, beforeTrip, afterTrip, beforeStatus, afterStatus, "RETRY_IN")
 	assert.Equal(t, "-", azure["IN_FLIGHT"], "no quota on azure")
 	assert.Equal(t, "-", azure["ADV_REQUESTS"], "nothing advertised")
 

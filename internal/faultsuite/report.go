@@ -40,6 +40,11 @@ type Report struct {
 	// MaxCancelLatency is the longest time one took to return after that.
 	Cancelled        int64         `json:"cancelled"`
 	MaxCancelLatency time.Duration `json:"max_cancel_latency"`
+	// MaxPause is the longest span in which a worker process ran none of
+	// its goroutines on time (its machine busy with others); the time a
+	// cancelled call took to return counts against Spec.CancelBound
+	// without the pauses in it.
+	MaxPause time.Duration `json:"max_pause"`
 	// Violations counts broken invariants; Examples holds the first few.
 	Violations int64    `json:"violations"`
 	Examples   []string `json:"examples"`
@@ -146,6 +151,7 @@ func Merge(rs []Report) Report {
 		m.Excused += r.Excused
 		m.Cancelled += r.Cancelled
 		m.MaxCancelLatency = max(m.MaxCancelLatency, r.MaxCancelLatency)
+		m.MaxPause = max(m.MaxPause, r.MaxPause)
 		m.Violations += r.Violations
 		m.Examples = append(m.Examples, r.Examples...)
 		m.Probes = append(m.Probes, r.Probes...)
@@ -233,7 +239,8 @@ func (r Report) Summary() string {
 	fmt.Fprintf(&b, "max time outside attempts: %v (%s); %d calls past window+poll within the slack; %d past it excused by their scope's deliveries (max %v)\n",
 		r.MaxStall.Round(time.Microsecond), r.MaxStallCall, r.Late, r.Excused, r.MaxStallExcused.Round(time.Microsecond))
 	if r.Cancelled > 0 {
-		fmt.Fprintf(&b, "cancelled calls %d, max return after cancel %v\n", r.Cancelled, r.MaxCancelLatency.Round(time.Microsecond))
+		fmt.Fprintf(&b, "cancelled calls %d, max return after cancel %v (longest process pause %v)\n",
+			r.Cancelled, r.MaxCancelLatency.Round(time.Microsecond), r.MaxPause.Round(time.Microsecond))
 	}
 	fmt.Fprintf(&b, "probe attempts %d; redis outages seen %d; lost gate replies: acquire %d, release %d, try_enter %d, record %d, other %d\n",
 		len(r.Probes), len(r.Outages), r.Lost.Acquire, r.Lost.Release, r.Lost.TryEnter, r.Lost.Record, r.Lost.Other)
