@@ -64,16 +64,8 @@ func TestWriterStatsCountEachOutcomeOnceWrittenOrRefused(t *testing.T) {
 	w, err := admission.NewWriter(admission.WriterConfig{Queue: 1, Workers: 1, Timeout: time.Minute, Linger: -1})
 	require.NoError(t, err)
 	c := newOnceCounter(w)
-	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
-	f := newFixture(t, withWriter(w), withBreaker(sg))
-	sg.ProviderGate = f.breaker
-	f.pacer.limit = map[string]int{"s1": 10}
-	pick := func() *admission.Ticket {
-		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
-		require.NoError(t, err)
-		require.NotNil(t, tk)
-		return tk
-	}
+	f, sg := stalledWriterFixture(t, w)
+	pick := func() *admission.Ticket { return pickOne(t, f) }
 	t1, t2, t3, t4 := pick(), pick(), pick(), pick()
 	require.NoError(t, c.done(t, t1))
 	await(t, sg.entered, "the only worker writes t1's outcome")
@@ -97,10 +89,7 @@ func TestWriterStatsCountEachOutcomeOnceWhenCloseGivesUp(t *testing.T) {
 	w, err := admission.NewWriter(admission.WriterConfig{Workers: 1, Timeout: time.Hour, Linger: -1})
 	require.NoError(t, err)
 	c := newOnceCounter(w)
-	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
-	f := newFixture(t, withWriter(w), withBreaker(sg))
-	sg.ProviderGate = f.breaker
-	f.pacer.limit = map[string]int{"s1": 10}
+	f, sg := stalledWriterFixture(t, w)
 	for i := range 3 {
 		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)

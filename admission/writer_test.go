@@ -160,16 +160,8 @@ func TestWriterTimesOutEachWrite(t *testing.T) {
 
 func TestWriterFullQueueDropsAndCounts(t *testing.T) {
 	w := newWriter(t, admission.WriterConfig{Queue: 1, Workers: 1, Timeout: time.Minute})
-	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
-	f := newFixture(t, withWriter(w), withBreaker(sg))
-	sg.ProviderGate = f.breaker
-	f.pacer.limit = map[string]int{"s1": 10}
-	pick := func() *admission.Ticket {
-		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
-		require.NoError(t, err)
-		require.NotNil(t, tk)
-		return tk
-	}
+	f, sg := stalledWriterFixture(t, w)
+	pick := func() *admission.Ticket { return pickOne(t, f) }
 	t1, t2, t3 := pick(), pick(), pick()
 	require.NoError(t, t1.Done(bounded(t), admission.Result{Outcome: gate.Success}))
 	await(t, sg.entered, "the worker writes t1's outcome") // the only worker holds it
@@ -208,10 +200,7 @@ func TestWriterCloseFlushesWithinItsDeadline(t *testing.T) {
 func TestWriterCloseGivesUpAtItsDeadline(t *testing.T) {
 	w, err := admission.NewWriter(admission.WriterConfig{Workers: 1, Timeout: time.Hour})
 	require.NoError(t, err)
-	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
-	f := newFixture(t, withWriter(w), withBreaker(sg))
-	sg.ProviderGate = f.breaker
-	f.pacer.limit = map[string]int{"s1": 10}
+	f, sg := stalledWriterFixture(t, w)
 	for range 3 {
 		tk, _, err := f.adm.Pick(bounded(t), nil, 10)
 		require.NoError(t, err)
@@ -391,4 +380,25 @@ func TestWriterStatsCountAnOutcomeBeingWrittenAsUnwritten(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, tk.Done(bounded(t), admission.Result{Outcome: gate.Success}), admission.ErrWriterFull)
 	require.Equal(t, admission.WriterStats{Written: 1, Dropped: 1}, w.Stats())
+}
+
+// stalledWriterFixture is a fixture whose outcomes go to w and whose
+// breaker's Record blocks in sg until the test lets it go: the test holds
+// the writer's workers at will. s1's pacer admits 10 at once.
+func stalledWriterFixture(t *testing.T, w *admission.Writer) (*fixture, *stallGate) {
+	t.Helper()
+	sg := &stallGate{hold: make(chan struct{}), entered: make(chan struct{}, 8)}
+	f := newFixture(t, withWriter(w), withBreaker(sg))
+	sg.ProviderGate = f.breaker
+	f.pacer.limit = map[string]int{"s1": 10}
+	return f, sg
+}
+
+// pickOne runs one admission round of f that must admit.
+func pickOne(t *testing.T, f *fixture) *admission.Ticket {
+	t.Helper()
+	tk, _, err := f.adm.Pick(bounded(t), nil, 10)
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	return tk
 }
