@@ -39,7 +39,7 @@ func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(c
 			_ = c.end(nil)
 		}
 	}()
-	v, err := retry.Run(c.ctx, sc.loop, 0, fn)
+	v, err := retry.Run(&c.cc, sc.loop, 0, fn)
 	ended = true
 	return v, c.end(err)
 }

@@ -103,13 +103,13 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 			_ = c.end(nil)
 		}
 	}()
-	st, err := retry.OpenStream(c.ctx, sc.loop, spec)
+	st, err := retry.OpenStream(&c.cc, sc.loop, spec)
 	ended = true
 	if err != nil {
 		return nil, c.end(err)
 	}
 	if st.Held() {
-		guard.arm(c.ctx, func() { _ = st.Close() })
+		guard.arm(&c.cc, func() { _ = st.Close() })
 	}
 	return st, nil
 }

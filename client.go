@@ -343,7 +343,7 @@ func (g *GatewayClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse
 		return ChatResponse{}, err
 	}
 	defer c.endOnPanic()
-	resp, err := sc.chat.Complete(c.ctx, req)
+	resp, err := sc.chat.Complete(&c.cc, req)
 	return resp, c.end(err)
 }
 
@@ -372,7 +372,7 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 			c.endOnPanic()
 		}
 	}()
-	st, err := sc.chat.Stream(c.ctx, req)
+	st, err := sc.chat.Stream(&c.cc, req)
 	ended = true
 	if err != nil {
 		return nil, c.end(err)
@@ -389,7 +389,7 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	// The call's ctx ending — the caller's cancellation or deadline, the
 	// gateway's Close — closes the stream: no goroutine waits for it, and
 	// the stream's own end disarms it.
-	s.guard.arm(c.ctx, func() { _ = s.Close() })
+	s.guard.arm(&c.cc, func() { _ = s.Close() })
 	return s, nil
 }
 
@@ -409,7 +409,7 @@ func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedRespo
 		return EmbedResponse{}, err
 	}
 	defer c.endOnPanic()
-	resp, err := sc.embed.Embed(c.ctx, req)
+	resp, err := sc.embed.Embed(&c.cc, req)
 	return resp, c.end(err)
 }
 
@@ -425,7 +425,7 @@ func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, e
 		return OCRResponse{}, err
 	}
 	defer c.endOnPanic()
-	resp, err := sc.ocr.OCR(c.ctx, req)
+	resp, err := sc.ocr.OCR(&c.cc, req)
 	return resp, c.end(err)
 }
 
@@ -444,7 +444,7 @@ func (g *GatewayClient) OCRPages(ctx context.Context, pages []OCRRequest) ([]OCR
 		return nil, err
 	}
 	defer c.endOnPanic()
-	resp, err := sc.ocr.Pages(c.ctx, pages)
+	resp, err := sc.ocr.Pages(&c.cc, pages)
 	return resp, c.end(err)
 }
 
@@ -464,9 +464,9 @@ func (g *GatewayClient) Snapshot(ctx context.Context, scopeName, source string) 
 		return Snapshot{}, err
 	}
 	defer c.endOnPanic()
-	snap, err := sc.breaker.Snapshot(c.ctx, source)
+	snap, err := sc.breaker.Snapshot(&c.cc, source)
 	if err == nil {
-		err = sc.advertised(c.ctx, source, &snap)
+		err = sc.advertised(&c.cc, source, &snap)
 	}
 	return snap, c.end(err)
 }

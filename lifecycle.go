@@ -13,8 +13,7 @@ import (
 // Close can interrupt it and wait for it to give back what it holds.
 type call struct {
 	g     *GatewayClient
-	ctx   context.Context // the call's: &cc
-	cc    callctx.Ctx     // the caller's ctx, also ended by Close (cause ErrClosed)
+	cc    callctx.Ctx // the call's ctx: the caller's, also ended by Close (cause ErrClosed)
 	ended atomic.Bool
 
 	prev, next *call // in the gateway's list of live calls (liveMu)
@@ -29,7 +28,6 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	}
 	c := &call{g: g}
 	c.cc.Init(ctx, 0)
-	c.ctx = &c.cc
 	g.mu.RLock()
 	if g.closed {
 		g.mu.RUnlock()
@@ -101,7 +99,7 @@ func (g *GatewayClient) interruptCalls() {
 // observer's "closed" follows the same rule, so the caller gets the error
 // its CallResult reports. Any other error passes unchanged.
 func (c *call) closedErr(err error) error {
-	if err != nil && errs.ClosedBy(c.ctx) {
+	if err != nil && errs.ClosedBy(&c.cc) {
 		return ErrClosed
 	}
 	return err

@@ -84,7 +84,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			c.endOnPanic()
 		}
 	}()
-	st, err := retry.OpenStream(c.ctx, sc.loop, spec)
+	st, err := retry.OpenStream(&c.cc, sc.loop, spec)
 	ended = true
 	if err != nil {
 		return t.answerError(req, c.end(err))
@@ -92,7 +92,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	up := st.Items().(sdkhttp.Body).Response()
 	if st.Held() {
 		// Close interrupts the call: its body is closed, the admission given back.
-		guard.arm(c.ctx, func() { _ = st.Close() })
+		guard.arm(&c.cc, func() { _ = st.Close() })
 	}
 	resp := &http.Response{
 		Status:        up.Status,

@@ -79,8 +79,8 @@ type Config struct {
 type Loop struct {
 	scope          string
 	sources        map[string]config.Source
-	order          []string                    // source names in settings order
-	byName         byname.Index[config.Source] // sources, for the hot path
+	order          []string                  // source names in settings order
+	byName         byname.Index[*loopSource] // sources, for the hot path
 	adm            *admission.SourceAdmission
 	maxAttempts    int
 	window         time.Duration
@@ -164,7 +164,15 @@ func New(cfg Config) (*Loop, error) {
 	if !bounded {
 		l.partSlots = 0
 	}
-	l.byName = byname.Of(l.sources)
+	byName := make(map[string]*loopSource, len(l.sources))
+	for name, s := range l.sources {
+		ls := &loopSource{Source: s}
+		if s.Timeout > 0 {
+			ls.timeouts = callctx.NewTimeouts(s.Timeout)
+		}
+		byName[name] = ls
+	}
+	l.byName = byname.Of(byName)
 	adm, err := admission.New(admission.Config{
 		Scope:        sc.Name,
 		Sources:      srcs,
@@ -197,9 +205,27 @@ func New(cfg Config) (*Loop, error) {
 	return l, nil
 }
 
+// loopSource is a source's settings with the timer of its attempts'
+// deadlines, shared by them all.
+type loopSource struct {
+	config.Source
+	timeouts *callctx.Timeouts // nil: the source sets no timeout
+}
+
 // source returns the settings of the source named name.
 func (l *Loop) source(name string) config.Source {
-	s, _ := l.byName.Get(name)
+	return l.lookup(name).Source
+}
+
+// noSource is what lookup finds for a name that is none of the loop's.
+var noSource loopSource
+
+// lookup returns the source named name, one of the loop's.
+func (l *Loop) lookup(name string) *loopSource {
+	s, ok := l.byName.Get(name)
+	if !ok {
+		return &noSource
+	}
 	return s
 }
 
@@ -248,10 +274,10 @@ type hold struct {
 	ticket *admission.Ticket
 	cancel context.CancelFunc // nil: actx.Stop
 	actx   *callctx.Ctx
-	kept   bool
 	rep    *attemptReport // nil without an observer
 	start  time.Time      // when the attempt began
-	first  bool           // its first chunk was noted
+	kept   bool
+	first  bool // its first chunk was noted
 }
 
 func (h *hold) keep() (*admission.Ticket, context.CancelFunc) {
@@ -467,7 +493,8 @@ func newAttempt(st *roundState, reuse bool) (*attemptState, *admission.Ticket) {
 // attemptOnce runs one attempt on t's source and gives back what t holds —
 // in a defer, so a panic in the attempt leaks nothing and propagates.
 func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport, as *attemptState) (v T, class Class, err error) {
-	src := l.source(t.Source)
+	ls := l.lookup(t.Source)
+	src := ls.Source
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
 	// the call's own Ctx it registers directly, with no hook of its own.
@@ -478,9 +505,12 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		as = new(attemptState)
 	}
 	ac := &as.ctx
-	if l.wall {
+	switch {
+	case l.wall && ls.timeouts != nil:
+		ac.InitOn(ctx, now, ls.timeouts)
+	case l.wall:
 		ac.InitAt(ctx, now, src.Timeout)
-	} else {
+	default:
 		ac.Init(ctx, src.Timeout)
 	}
 	actx, heard := as.answers.listenOn(ac, l.adm, t.Source)

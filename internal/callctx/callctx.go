@@ -21,37 +21,84 @@ import (
 
 // Ctx is a context.Context that ends when its parent ends, when Cancel or
 // Stop is called, or at its deadline. Safe for concurrent use.
+//
+// Its fields are laid out for the two Ctxs every governed call allocates
+// (the call's and its attempt's): what few Ctxs need lives in rare, so
+// that the call and its attempt state fit in smaller allocations.
 type Ctx struct {
 	parent context.Context // values; its end is ours
 	up     *Ctx            // the nearest Ctx above, when it is registered with it
 	dl     time.Time
-	hasDL  bool
 	key    any // one value of c's own (SetValue); nil: none
 	val    any
 
-	hasDone atomic.Bool // done is set: read it without the lock
-	ended   atomic.Bool // err is set
+	state   atomic.Uint32 // hasDone | isEnded: read them without the lock
+	hasDL   bool
+	errKind uint8  // the end's Err: an end* kind; endOther: rare.err (under mu)
+	ownKind uint8  // the end's own cause: an end* kind; endNone: the parent's (under mu)
+	nextID  uint32 // the last AfterFunc registration's id (under mu)
+	seq     uint32 // c's place in tq (under tq.mu)
+	mu      sync.Mutex
 
 	// kid is the usual one child (a call's attempt), registered and
 	// dropped without the lock; endedKid once c has ended.
-	kid atomic.Pointer[Ctx]
-
-	mu     sync.Mutex
+	kid    atomic.Pointer[Ctx]
 	done   chan struct{} // made on the first Done; closedchan once ended before that
-	err    error
-	own    any               // a canceled *context.cancelCtx carrying our cause; nil: the parent's
-	kids   map[*Ctx]struct{} // children beyond the one in kid (hedged attempts)
-	funcs  []hook            // AfterFunc registrations
-	funcs0 [1]hook           // their room: net/http registers one per request
-	nextID uint64
-	unhook func() bool // undoes the registration with a parent that is not a Ctx
-	alarm  *alarm
+	f0     hook          // the first AfterFunc registration: net/http makes one per request
+	unhook func() bool   // undoes the registration with a parent that is not a Ctx
+	tq     *Timeouts     // ends c at its deadline; nil once c has ended
+	rare   *rare
 }
 
-// hook is one AfterFunc registration.
+// The bits of Ctx.state.
+const (
+	hasDone uint32 = 1 << iota // done is set
+	isEnded                    // the end is set
+)
+
+func (c *Ctx) ended() bool { return c.state.Load()&isEnded != 0 }
+
+// rare is what a Ctx seldom needs: made on first use, under mu.
+type rare struct {
+	err   error             // the end's Err, when it is not one of the two standard ones
+	own   any               // a canceled *context.cancelCtx carrying a cause of c's own (ownKind endOther)
+	kids  map[*Ctx]struct{} // children beyond the one in kid (hedged attempts)
+	funcs []hook            // AfterFunc registrations beyond f0
+	alarm *alarm            // the deadline's own timer, for a Ctx on no Timeouts
+}
+
+// The kinds of an end's Err and cause.
+const (
+	endNone uint8 = iota
+	endCanceled
+	endDeadline
+	endOther
+)
+
+// kindOf is the kind of err, an end's Err or cause.
+func kindOf(err error) uint8 {
+	switch err {
+	case nil:
+		return endNone
+	case context.Canceled:
+		return endCanceled
+	case context.DeadlineExceeded:
+		return endDeadline
+	}
+	return endOther
+}
+
+func (c *Ctx) more() *rare {
+	if c.rare == nil {
+		c.rare = new(rare)
+	}
+	return c.rare
+}
+
+// hook is one AfterFunc registration; f nil: none.
 type hook struct {
-	id uint64
 	f  func()
+	id uint32
 }
 
 // closedchan is the Done of a Ctx that ended before anyone asked for it.
@@ -80,10 +127,45 @@ func (c *Ctx) Init(parent context.Context, timeout time.Duration) {
 }
 
 // InitAt is Init for a caller that has just read the wall clock: now is
-// time.Now() of a moment ago, from which the deadline counts.
+// time.Now() of a moment ago, from which the deadline counts. The deadline
+// has a timer of its own; InitOn shares one among Ctxs of one timeout.
 func (c *Ctx) InitAt(parent context.Context, now time.Time, timeout time.Duration) {
+	if !c.start(parent, now, timeout) {
+		return
+	}
+	a := arm(c, timeout)
+	c.mu.Lock()
+	if c.errKind != endNone {
+		c.mu.Unlock()
+		a.disarm()
+		return
+	}
+	c.more().alarm = a
+	c.mu.Unlock()
+}
+
+// InitOn is InitAt with q's timeout, whose timer ends c at its deadline.
+// now is time.Now() of a moment ago: q keeps its Ctxs in the order they
+// start, so a now read long before would end c late.
+func (c *Ctx) InitOn(parent context.Context, now time.Time, q *Timeouts) {
+	if !c.start(parent, now, q.d) {
+		return
+	}
+	q.add(c)
+	c.mu.Lock()
+	if c.errKind == endNone {
+		c.tq = q
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	q.leave(c)
+}
+
+// start sets c up under parent and reports whether c needs a timer of its
+// own for a deadline timeout from now.
+func (c *Ctx) start(parent context.Context, now time.Time, timeout time.Duration) bool {
 	c.parent = parent
-	c.funcs = c.funcs0[:0]
 	if timeout > 0 {
 		c.dl, c.hasDL = now.Add(timeout), true
 	}
@@ -92,17 +174,7 @@ func (c *Ctx) InitAt(parent context.Context, now time.Time, timeout time.Duratio
 		c.dl, c.hasDL, timeout = pdl, true, 0
 	}
 	c.attach(parent)
-	if timeout > 0 && !c.ended.Load() {
-		a := arm(c, timeout)
-		c.mu.Lock()
-		if c.err != nil {
-			c.mu.Unlock()
-			a.disarm()
-			return
-		}
-		c.alarm = a
-		c.mu.Unlock()
-	}
+	return timeout > 0 && !c.ended()
 }
 
 // attach makes c end with parent.
@@ -130,7 +202,7 @@ func (c *Ctx) attach(parent context.Context) {
 	}
 	stop := context.AfterFunc(parent, func() { c.cancel(parent.Err(), nil) })
 	c.mu.Lock()
-	if c.err != nil {
+	if c.errKind != endNone {
 		c.mu.Unlock()
 		stop()
 		return
@@ -161,13 +233,14 @@ func (c *Ctx) addKid(k *Ctx) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil || c.kid.Load() == endedKid {
+	if c.errKind != endNone || c.kid.Load() == endedKid {
 		return false
 	}
-	if c.kids == nil {
-		c.kids = make(map[*Ctx]struct{})
+	r := c.more()
+	if r.kids == nil {
+		r.kids = make(map[*Ctx]struct{})
 	}
-	c.kids[k] = struct{}{}
+	r.kids[k] = struct{}{}
 	return true
 }
 
@@ -176,7 +249,9 @@ func (c *Ctx) dropKid(k *Ctx) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.kids, k)
+	if c.rare != nil {
+		delete(c.rare.kids, k)
+	}
 	c.mu.Unlock()
 }
 
@@ -196,32 +271,53 @@ func (c *Ctx) Stop() { c.cancel(context.Canceled, context.Canceled) }
 // cancel ends c with err. cause nil means the parent ended c: its cause
 // is the parent's.
 func (c *Ctx) cancel(err, cause error) {
-	if c.ended.Load() {
+	if c.ended() {
 		return
 	}
+	if err == nil { // a parent that is done without an Err
+		err = context.Canceled
+	}
+	ek, ok := kindOf(err), kindOf(cause)
 	var own any
-	if cause != nil {
+	if ok == endOther {
 		own = causeCarrier(cause)
 	}
 	c.mu.Lock()
-	if c.err != nil {
+	if c.errKind != endNone {
 		c.mu.Unlock()
 		return
 	}
-	c.err, c.own = err, own
-	c.ended.Store(true)
+	if ek == endOther || ok == endOther {
+		r := c.more()
+		if ek == endOther {
+			r.err = err
+		}
+		r.own = own
+	}
+	c.errKind, c.ownKind = ek, ok
+	c.state.Or(isEnded) // before done closes: who sees it closed sees Err
 	if c.done == nil {
 		c.done = closedchan
-		c.hasDone.Store(true)
+		c.state.Or(hasDone)
 	} else {
 		close(c.done)
 	}
-	kids, funcs := c.kids, c.funcs
-	c.kids, c.funcs = nil, nil
-	unhook, a, up := c.unhook, c.alarm, c.up
-	c.unhook, c.alarm = nil, nil
+	f0 := c.f0
+	c.f0 = hook{}
+	var kids map[*Ctx]struct{}
+	var funcs []hook
+	var a *alarm
+	if r := c.rare; r != nil {
+		kids, funcs, a = r.kids, r.funcs, r.alarm
+		r.kids, r.funcs, r.alarm = nil, nil, nil
+	}
+	unhook, q, up := c.unhook, c.tq, c.up
+	c.unhook, c.tq = nil, nil
 	c.mu.Unlock()
 
+	if q != nil {
+		q.leave(c)
+	}
 	if a != nil {
 		a.disarm()
 	}
@@ -239,6 +335,9 @@ func (c *Ctx) cancel(err, cause error) {
 			k.cancel(err, nil)
 		}
 	}
+	if f0.f != nil {
+		f0.f()
+	}
 	for _, h := range funcs {
 		h.f()
 	}
@@ -249,26 +348,37 @@ func (c *Ctx) Deadline() (time.Time, bool) { return c.dl, c.hasDL }
 
 // Done implements context.Context.
 func (c *Ctx) Done() <-chan struct{} {
-	if c.hasDone.Load() {
+	if c.state.Load()&hasDone != 0 {
 		return c.done
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		c.hasDone.Store(true)
+		c.state.Or(hasDone)
 	}
 	return c.done
 }
 
 // Err implements context.Context.
 func (c *Ctx) Err() error {
-	if !c.ended.Load() {
+	if !c.ended() {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err
+	return c.errLocked()
+}
+
+// errLocked is Err, under mu of an ended c.
+func (c *Ctx) errLocked() error {
+	switch c.errKind {
+	case endCanceled:
+		return context.Canceled
+	case endDeadline:
+		return context.DeadlineExceeded
+	}
+	return c.rare.err
 }
 
 // selfKey finds the nearest Ctx through value contexts.
@@ -285,9 +395,9 @@ func (c *Ctx) Value(key any) any {
 	case c.key:
 		return c.val
 	case cancelKey:
-		if c.ended.Load() {
+		if c.ended() {
 			c.mu.Lock()
-			own := c.own
+			own := c.ownCarrier()
 			c.mu.Unlock()
 			if own != nil {
 				return own
@@ -295,6 +405,19 @@ func (c *Ctx) Value(key any) any {
 		}
 	}
 	return c.parent.Value(key)
+}
+
+// ownCarrier is the carrier of c's own cause, under mu; nil: the parent's.
+func (c *Ctx) ownCarrier() any {
+	switch c.ownKind {
+	case endCanceled:
+		return canceledCarrier
+	case endDeadline:
+		return deadlineCarrier
+	case endOther:
+		return c.rare.own
+	}
+	return nil
 }
 
 // SetValue makes c answer val for key, as context.WithValue would, without
@@ -309,7 +432,7 @@ func (c *Ctx) SetValue(key, val any) { c.key, c.val = key, val }
 // is called first (it then reports true).
 func (c *Ctx) AfterFunc(f func()) func() bool {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.errKind != endNone {
 		c.mu.Unlock()
 		// On a goroutine of its own, as context.AfterFunc does: the standard
 		// library registers while holding its child's lock, which f takes.
@@ -317,20 +440,36 @@ func (c *Ctx) AfterFunc(f func()) func() bool {
 		return func() bool { return false }
 	}
 	c.nextID++
-	id := c.nextID
-	c.funcs = append(c.funcs, hook{id: id, f: f})
+	h := hook{f: f, id: c.nextID}
+	if c.f0.f == nil {
+		c.f0 = h
+	} else {
+		r := c.more()
+		r.funcs = append(r.funcs, h)
+	}
 	c.mu.Unlock()
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for i, h := range c.funcs {
-			if h.id == id {
-				c.funcs = append(c.funcs[:i], c.funcs[i+1:]...)
-				return true
-			}
-		}
+	return func() bool { return c.unregister(h.id) }
+}
+
+// unregister drops the AfterFunc registration id; false when it ran or
+// was dropped already.
+func (c *Ctx) unregister(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f0.f != nil && c.f0.id == id {
+		c.f0 = hook{}
+		return true
+	}
+	if c.rare == nil {
 		return false
 	}
+	for i, h := range c.rare.funcs {
+		if h.id == id {
+			c.rare.funcs = append(c.rare.funcs[:i], c.rare.funcs[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // String names the context as the standard ones do, for debugging.

@@ -70,7 +70,7 @@ func TestAnEarlierParentDeadlineIsTheCtxs(t *testing.T) {
 	dl, ok := c.Deadline()
 	assert.True(t, ok)
 	assert.Equal(t, pdl, dl)
-	assert.Nil(t, c.alarm, "the parent's deadline comes first: no timer of its own")
+	assert.Nil(t, c.rare, "the parent's deadline comes first: no timer of its own")
 }
 
 func TestAStandardParentsEndEndsTheCtxWithItsCause(t *testing.T) {
@@ -88,7 +88,7 @@ func TestAnEndedParentEndsTheCtxAtOnce(t *testing.T) {
 	cancel()
 	c := New(parent, time.Hour)
 	assert.Equal(t, context.Canceled, c.Err())
-	assert.Nil(t, c.alarm)
+	assert.True(t, c.rare == nil || c.rare.alarm == nil)
 	pc := New(context.Background(), 0)
 	pc.Cancel(errBoom)
 	k := New(pc, time.Hour)
@@ -116,7 +116,7 @@ func TestAStoppedChildLeavesItsParent(t *testing.T) {
 	a.Stop()
 	b.Stop()
 	assert.Nil(t, call.kid.Load())
-	assert.Empty(t, call.kids)
+	assert.Empty(t, call.rare.kids)
 	assert.NoError(t, call.Err(), "a child's end does not end its parent")
 }
 
@@ -153,10 +153,11 @@ func TestAStandardChildThatEndsFirstUnregisters(t *testing.T) {
 	c := New(context.Background(), 0)
 	defer c.Stop()
 	child, cancel := context.WithCancel(c)
-	require.Len(t, c.funcs, 1)
+	require.NotNil(t, c.f0.f)
 	cancel()
 	<-child.Done()
-	assert.Empty(t, c.funcs)
+	assert.Nil(t, c.f0.f)
+	assert.Nil(t, c.rare)
 	assert.NoError(t, c.Err())
 }
 
