@@ -28,6 +28,27 @@ const (
 	OutcomePanic = "panic"
 )
 
+// Measured reports whether an attempt that ended with outcome ran until its
+// source answered — delivered, failed, throttled, rejected the request, or
+// ran out its timeout — so that its AttemptRecord.Latency is a time of the
+// source. It is false for an attempt cut short before that: by its
+// caller's context or the gateway's Close (OutcomeCanceled, OutcomeClosed:
+// the time says how long the caller waited), by its caller closing the
+// stream (OutcomeAbandoned: how long the caller read), or by a hedge race
+// another attempt won (OutcomeHedgeLost: how long the race took). Such a
+// time is only a lower bound of the source's, and no figure of it at all
+// when the caller gave up early; observe/prom and observe/otel count these
+// attempts by outcome and leave their time out of their duration
+// histograms. A time to first chunk (AttemptRecord.FirstChunk) that was
+// reached is the source's whatever ended the attempt after it.
+func Measured(outcome string) bool {
+	switch outcome {
+	case OutcomeCanceled, OutcomeClosed, OutcomeAbandoned, OutcomeHedgeLost:
+		return false
+	}
+	return true
+}
+
 // The values of CallResult.Result.
 const (
 	// ResultSuccess: the call delivered (for a chat stream: to its end).

@@ -181,3 +181,19 @@ func BenchmarkAsyncObserveAttempt(b *testing.B) {
 		}
 	})
 }
+
+// Measured tells the attempts whose time is their source's from those cut
+// short before it answered.
+func TestMeasuredLeavesOutTheAttemptsCutShort(t *testing.T) {
+	for _, o := range []string{observe.OutcomeSuccess, observe.OutcomeFailure, observe.OutcomeThrottle,
+		observe.OutcomeFatal, observe.OutcomeCallerError, observe.OutcomePanic} {
+		if !observe.Measured(o) {
+			t.Errorf("Measured(%q) = false, want true", o)
+		}
+	}
+	for _, o := range []string{observe.OutcomeCanceled, observe.OutcomeClosed, observe.OutcomeAbandoned, observe.OutcomeHedgeLost} {
+		if observe.Measured(o) {
+			t.Errorf("Measured(%q) = true, want false", o)
+		}
+	}
+}

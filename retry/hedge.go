@@ -206,6 +206,13 @@ type leg struct {
 	state  atomic.Int32
 	got    bool // the race received its result (the race's goroutine only)
 	told   bool // its hedge event was reported (the race's goroutine only)
+	// outran: a hedge delay ran out while it was the race's newest
+	// attempt, so it ran at least that delay. ended: the outcome it is
+	// reported with when the call's ctx ended the race (canceled, closed);
+	// empty for a hedge lost. The race writes both before it declares the
+	// leg lost, which orders them before the leg reads them.
+	outran bool
+	ended  string
 }
 
 // legResult is what a leg delivers to its race.
@@ -312,13 +319,15 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 
 	// lose cancels every leg but keep; legs still running give themselves
 	// back, and those that delivered meanwhile are drained and given back
-	// here. Every hedge among them was wasted.
-	lose := func(keep *leg) {
+	// here, reported as by (a lost hedge when empty). Every hedge among
+	// them was wasted.
+	lose := func(keep *leg, by string) {
 		pending := 0
 		for _, lg := range legs {
 			if lg == keep {
 				continue
 			}
+			lg.ended = by
 			switch {
 			case lg.state.CompareAndSwap(legRunning, legLost):
 				lg.cancel()
@@ -345,6 +354,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 		case <-timerC:
 			timerC = nil
 			chances--
+			legs[len(legs)-1].outran = true
 			l.fireHedge(ctx, rep, hc, first.Source, legs, attempts, start, &running)
 			arm(legs[len(legs)-1].t.Source)
 		case r := <-out:
@@ -352,14 +362,14 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 			running--
 			received = append(received, r)
 			if r.hasPanic {
-				lose(r.leg)
+				lose(r.leg, "")
 				finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released})
 				panic(r.panicked)
 			}
 			switch r.class {
 			case Success:
 				stop()
-				lose(r.leg)
+				lose(r.leg, "")
 				if r.leg.hedge {
 					r.leg.told = true
 					l.hedgeEvent(rep, observe.HedgeWon, r.leg.t.Source, first.Source)
@@ -378,7 +388,13 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
-				lose(r.leg)
+				by := ""
+				if r.class == Canceled {
+					// The call's ctx ended it: every other attempt ends
+					// for the same reason, lost to no other.
+					by = r.outcome
+				}
+				lose(r.leg, by)
 				finishLeg(ctx, l, r, resultOf(r.class))
 				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
@@ -556,8 +572,9 @@ func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admissio
 
 // giveBackLost gives back a leg that lost its race: a stream it opened is
 // discarded, otherwise its admission is Released with the tokens its
-// upstream reported (none when it was cut short). Its time joins the
-// source's latency as a lower bound; it is never a failure of the source.
+// upstream reported (none when it was cut short). It is never a failure of
+// the source. A leg the call's ctx ended is reported as that end, and its
+// time, the caller's patience, says nothing of the source.
 func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 	if r.h.kept {
 		if d, ok := any(r.v).(discarder); ok {
@@ -565,14 +582,28 @@ func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 			return
 		}
 	}
-	if !r.h.start.IsZero() && !r.h.first {
+	outcome, err := observe.OutcomeHedgeLost, error(nil)
+	if r.leg.ended != "" {
+		outcome, err = r.leg.ended, ctx.Err()
+	}
+	// A lost leg's time is a lower bound of its source's, and the latency
+	// window keeps plain samples: the quantile that is the adaptive hedge
+	// delay reads each as a time. A leg that ran a whole hedge delay (a
+	// delay ran out while it was the newest attempt) lies above that
+	// quantile whatever its true time, so as a sample it sits on the right
+	// side of it, and it keeps the slow tail the race cut short in the
+	// window (and raises the EWMA, which a bound may only raise). A leg cut
+	// before a delay ran out — a hedge that lost to the attempt it hedged —
+	// would count as a fast answer of its source and pull the delay down:
+	// it is no sample, nor is a leg the call's end cut.
+	if outcome == observe.OutcomeHedgeLost && r.leg.outran && !r.h.start.IsZero() && !r.h.first {
 		l.adm.Latency().ObserveBound(r.leg.t.Source, l.clock.Now().Sub(r.h.start))
 	}
 	defer func() {
 		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
 		r.leg.cancel()
 	}()
-	r.leg.ar.end(observe.OutcomeHedgeLost, nil, r.usage)
+	r.leg.ar.end(outcome, err, r.usage)
 }
 
 // hedgeEvent reports a hedge to the observer, when it wants hedges, and

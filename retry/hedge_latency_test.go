@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgw-go/pgw/admission"
+	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -45,4 +47,75 @@ func TestHedgeTheLosersTimeIsALowerBoundOfItsSourcesLatency(t *testing.T) {
 	}
 	assert.Equal(t, 2*time.Second, ewma["s2"], "the winner's time to its first chunk")
 	assert.Equal(t, 3*time.Second, ewma["s1"], "the loser ran 3 s without delivering")
+}
+
+// latencyStats returns the loop's latency view by source.
+func latencyStats(e *hedgeEnv) map[string]admission.LatencyStats {
+	out := map[string]admission.LatencyStats{}
+	for _, s := range e.loop.Admission().Latency().Stats() {
+		out[s.Source] = s
+	}
+	return out
+}
+
+// A hedge that lost to the attempt it hedged was cut short before it had
+// run a hedge delay: its time says when the other attempt delivered, not
+// how long its own source takes, so it joins neither that source's samples
+// — which would pull the adaptive hedge delay down — nor its EWMA.
+func TestHedgeAHedgeThatLostEarlyIsNoLatencySample(t *testing.T) {
+	e := newHedgeEnv(t, nil)
+	tr := newGatedChat("s1", "s2")
+	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
+	done := make(chan error, 1)
+	go func() {
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
+		if err == nil {
+			drain(t, s)
+			err = s.Close()
+		}
+		done <- err
+	}()
+	require.Equal(t, "s1", <-tr.opened)
+	e.clk.Advance(time.Second)
+	e.timer.fire(t)
+	require.Equal(t, "s2", <-tr.opened)
+	e.clk.Advance(100 * time.Millisecond)
+	tr.release("s1")
+	require.NoError(t, <-done)
+	e.requireGivenBack(t)
+	assert.Equal(t, observe.OutcomeHedgeLost, e.outcomes()["s2"])
+
+	stats := latencyStats(e)
+	assert.Equal(t, 1100*time.Millisecond, stats["s1"].EWMA, "the winner's time to its first chunk")
+	assert.Zero(t, stats["s2"].Observed, "the hedge's 100 ms are no sample of s2")
+	assert.Zero(t, stats["s2"].EWMA)
+}
+
+// A hedged call its caller cancels ends every attempt for the caller's
+// reason: each is reported canceled — not as a lost hedge, though the race
+// cut the later ones — and none of their times, which measure the caller's
+// patience, joins a source's latency.
+func TestHedgeACanceledRaceIsCanceledNotLostAndNoLatency(t *testing.T) {
+	e := newHedgeEnv(t, nil)
+	tr := newGatedChat("s1", "s2")
+	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
+		done <- err
+	}()
+	<-tr.opened
+	e.clk.Advance(time.Second)
+	e.timer.fire(t)
+	<-tr.opened
+	e.clk.Advance(2 * time.Second)
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	e.requireGivenBack(t)
+
+	assert.Equal(t, map[string]string{"s1": observe.OutcomeCanceled, "s2": observe.OutcomeCanceled}, e.outcomes())
+	for src, s := range latencyStats(e) {
+		assert.Zero(t, s.Observed, "%s: a cancelled attempt is no latency sample", src)
+	}
 }

@@ -72,7 +72,7 @@
 //	pgw_breaker_state{scope,source}              gauge: 0 closed, 1 open, 2 half_open
 //	pgw_breaker_forced{scope,source}             gauge: 0 none, 1 forced open, 2 forced closed
 //	pgw_in_flight{scope,source}                  up-down counter: attempts running
-//	pgw_attempt_duration_seconds{scope,source}   histogram, s (lost hedges left out)
+//	pgw_attempt_duration_seconds{scope,source}   histogram, s (attempts cut short left out)
 //	pgw_wait_duration_seconds{scope}             histogram, s
 //	pgw_hedges_total{scope,source,event}         counter
 //	pgw_advertised_remaining{scope,source,window}  gauge: what the upstream last advertised is left (window: requests, tokens)
@@ -85,6 +85,20 @@
 // short when another attempt delivered, so its time says how long the race
 // took, not how long the source takes. pgw_attempts_total{outcome=
 // "hedge_lost"} counts it, and gen_ai.client.token.usage its tokens.
+//
+// So is the time of an attempt its caller's context or the gateway's Close
+// ended (canceled, closed) and of a stream its caller closed before its end
+// (abandoned), as observe.Measured tells: it says how long the caller
+// waited or read. pgw_attempts_total counts each by its outcome, its span
+// keeps its time, gen_ai.client.token.usage its tokens, and
+// gen_ai.client.operation.time_to_first_chunk its first chunk when one came
+// — that time is the source's.
+//
+// No histogram times whole calls: a call's time is its waits, backoffs and
+// attempts together, which pgw_wait_duration_seconds and the attempt
+// histograms show apart; pgw_calls_total counts calls by result, and the
+// call's span carries its time — for a cancelled call, up to the
+// cancellation (pgw.result "canceled").
 //
 // The GenAI histograms use the conventions' bucket advice (DurationBuckets,
 // TokenBuckets) and carry gen_ai.operation.name, gen_ai.provider.name,

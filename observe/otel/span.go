@@ -253,14 +253,17 @@ func (ob *Observer) EndAttempt(ctx context.Context, e observe.AttemptRecord) {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
 		}
 	}
-	// A lost hedge race is no completed operation: pgw cut it short, so its
-	// time is the race's, not the source's (its tokens were spent all the
-	// same).
-	if e.Outcome != observe.OutcomeHedgeLost {
+	// An operation cut short is no completed one: a lost hedge race's time
+	// is the race's, a cancelled, closed or abandoned one's how long its
+	// caller waited or read — none is the source's (their tokens were spent
+	// all the same). A first chunk that came is the source's, whatever
+	// ended the attempt after it; a lost hedge's is left out with the rest
+	// of it.
+	if observe.Measured(e.Outcome) {
 		ob.opDuration.Record(ctx, e.Latency.Seconds(), metric.WithAttributes(attrs...))
-		if e.FirstChunk > 0 {
-			ob.firstChunk.Record(ctx, e.FirstChunk.Seconds(), metric.WithAttributes(attrs...))
-		}
+	}
+	if e.FirstChunk > 0 && e.Outcome != observe.OutcomeHedgeLost {
+		ob.firstChunk.Record(ctx, e.FirstChunk.Seconds(), metric.WithAttributes(attrs...))
 	}
 	if e.Usage.PromptTokens > 0 {
 		ob.tokenUsage.Record(ctx, int64(e.Usage.PromptTokens), metric.WithAttributes(withTokenType(attrs, semconv.GenAITokenTypeInput)...))

@@ -47,7 +47,7 @@ func TestALostHedgesTimeStaysOutOfTheAttemptDuration(t *testing.T) {
 	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s2", Outcome: observe.OutcomeSuccess, Latency: 300 * time.Millisecond})
 	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomeHedgeLost, Latency: 2 * time.Second})
 	want := `
-# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts that lost a hedge race are left out.
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.
 # TYPE pgw_attempt_duration_seconds histogram
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s2",le="1"} 1
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s2",le="+Inf"} 1
@@ -59,4 +59,37 @@ pgw_attempts_total{outcome="hedge_lost",scope="CHAT",source="s1"} 1
 pgw_attempts_total{outcome="success",scope="CHAT",source="s2"} 1
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "pgw_attempt_duration_seconds", "pgw_attempts_total"))
+}
+
+// An attempt its caller or the gateway cut short — cancelled, closed, or a
+// stream abandoned before its end — is counted by its outcome, but its time
+// stays out of pgw_attempt_duration_seconds as a lost hedge's does: it says
+// how long the caller waited or read, not how long the source takes.
+func TestACutShortAttemptsTimeStaysOutOfTheAttemptDuration(t *testing.T) {
+	c := prom.New(prom.WithAttemptBuckets([]float64{1}))
+	for _, o := range []string{observe.OutcomeCanceled, observe.OutcomeClosed, observe.OutcomeAbandoned} {
+		c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s1"})
+		c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: o, Latency: 30 * time.Second})
+	}
+	c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s1"})
+	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomeFailure, Latency: 500 * time.Millisecond})
+	want := `
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.
+# TYPE pgw_attempt_duration_seconds histogram
+pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="1"} 1
+pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="+Inf"} 1
+pgw_attempt_duration_seconds_sum{scope="CHAT",source="s1"} 0.5
+pgw_attempt_duration_seconds_count{scope="CHAT",source="s1"} 1
+# HELP pgw_attempts_total Finished attempts of governed calls, by outcome.
+# TYPE pgw_attempts_total counter
+pgw_attempts_total{outcome="abandoned",scope="CHAT",source="s1"} 1
+pgw_attempts_total{outcome="canceled",scope="CHAT",source="s1"} 1
+pgw_attempts_total{outcome="closed",scope="CHAT",source="s1"} 1
+pgw_attempts_total{outcome="failure",scope="CHAT",source="s1"} 1
+# HELP pgw_in_flight Attempts running.
+# TYPE pgw_in_flight gauge
+pgw_in_flight{scope="CHAT",source="s1"} 0
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
+		"pgw_attempt_duration_seconds", "pgw_attempts_total", "pgw_in_flight"))
 }

@@ -17,7 +17,7 @@
 //	pgw_breaker_state{scope,source}                   gauge: 0 closed, 1 open, 2 half_open
 //	pgw_breaker_forced{scope,source}                  gauge: operator override, 0 none, 1 open, 2 closed
 //	pgw_in_flight{scope,source}                       gauge: attempts running
-//	pgw_attempt_duration_seconds{scope,source}        histogram: attempt latency (lost hedges left out)
+//	pgw_attempt_duration_seconds{scope,source}        histogram: attempt latency (attempts cut short left out)
 //	pgw_wait_duration_seconds{scope}                  histogram: time calls waited for a runnable source
 //	pgw_observer_dropped_total                        counter: events an Async queue dropped
 //	pgw_advertised_remaining{scope,source,window}     gauge: what the upstream last said is left (window: requests, tokens)
@@ -27,10 +27,20 @@
 // The breaker gauges show the state this process last saw: a source appears
 // with its first attempt (as closed) or its first state change.
 //
-// pgw_attempt_duration_seconds leaves out an attempt that lost a hedge race
-// (observe.OutcomeHedgeLost): pgw cut it short when another attempt
-// delivered, so its time says how long the race took, not how long the
-// source takes. pgw_attempts_total{outcome="hedge_lost"} counts it.
+// pgw_attempt_duration_seconds leaves out an attempt cut short before its
+// source answered (observe.Measured): one that lost a hedge race
+// (observe.OutcomeHedgeLost: pgw cut it short when another attempt
+// delivered, so its time says how long the race took), one its caller's
+// context or the gateway's Close ended (canceled, closed: its time says how
+// long the caller waited), and a stream its caller closed before its end
+// (abandoned: how long the caller read). pgw_attempts_total counts each by
+// its outcome.
+//
+// There is no call duration histogram: a call's time is its waits,
+// backoffs and attempts together, which pgw_wait_duration_seconds and
+// pgw_attempt_duration_seconds show apart, and pgw_calls_total counts calls
+// by result. A wait is measured whatever ended it, a cancellation
+// included: its time is how long the call did wait.
 package prom
 
 import (
@@ -129,7 +139,7 @@ func New(opts ...Option) *Collector {
 			Name: "pgw_in_flight", Help: "Attempts running.", ConstLabels: o.constLabels,
 		}, []string{"scope", "source"}),
 		attemptDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "pgw_attempt_duration_seconds", Help: "Attempt latency (a chat stream: until it ended); attempts that lost a hedge race are left out.", Buckets: o.attemptBuckets, ConstLabels: o.constLabels,
+			Name: "pgw_attempt_duration_seconds", Help: "Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.", Buckets: o.attemptBuckets, ConstLabels: o.constLabels,
 		}, []string{"scope", "source"}),
 		waitDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pgw_wait_duration_seconds", Help: "Time calls waited for a runnable source.", Buckets: o.waitBuckets, ConstLabels: o.constLabels,
@@ -214,11 +224,12 @@ func (c *Collector) ObserveAttemptStart(e observe.AttemptStart) {
 }
 
 // ObserveAttempt counts the attempt by outcome, records its latency (not
-// that of an attempt that lost a hedge race, which pgw cut short) and takes
+// that of an attempt cut short before its source answered — cancelled,
+// closed, abandoned, or that lost a hedge race: observe.Measured) and takes
 // it out of flight.
 func (c *Collector) ObserveAttempt(e observe.AttemptRecord) {
 	c.attempts.WithLabelValues(e.Scope, e.Source, e.Outcome).Inc()
-	if e.Outcome != observe.OutcomeHedgeLost {
+	if observe.Measured(e.Outcome) {
 		c.attemptDur.WithLabelValues(e.Scope, e.Source).Observe(seconds(e.Latency))
 	}
 	c.inFlight.WithLabelValues(e.Scope, e.Source).Dec()
