@@ -141,20 +141,14 @@ func (b *Budget) Take(_ context.Context, source string, estTokens int64) (gate.B
 }
 
 // takeAt is Take for a caller (the quota's AdmitBudget) that read its own
-// clock c at read, a moment ago (zero: it read none). When c and the
-// budget's clock both follow the system clock, read is what the budget's
-// clock would have told then, and the budget reads no clock of its own;
-// any other clock is read as Take reads it.
-func (b *Budget) takeAt(source string, estTokens int64, c gate.Clock, read time.Time) gate.BudgetDecision {
+// clock at r, a moment ago (the zero reading: it read none). When that clock and the
+// budget's both follow the system clock, r is what the budget's clock
+// would have told then, and the budget reads no clock of its own; any other
+// clock is read as Take reads it.
+func (b *Budget) takeAt(source string, estTokens int64, r reading) gate.BudgetDecision {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var now int64
-	if at, ok := sameSteady(c, b.clock, read); ok {
-		now = at.UnixMicro()
-	} else {
-		now = b.clock.Now().UnixMicro()
-	}
-	return b.take(source, estTokens, now)
+	return b.take(source, estTokens, r.microsOn(b.clock))
 }
 
 // take is Take at now (µs of the budget's clock), with b.mu held.

@@ -97,7 +97,7 @@ func (q *Quota) Acquire(ctx context.Context, source string, estTokens int64) (ga
 // lock, once the limits would admit and before anything is reserved, so
 // that its rejection reserves nothing (AdmitBudget). take is given the
 // instant the quota read its clock at, zero when it read none.
-func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func(now time.Time) gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
+func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, take func(r reading) gate.BudgetDecision) (gate.Permit, gate.QuotaDecision, error) {
 	if err := ctx.Err(); err != nil {
 		return gate.Permit{}, gate.QuotaDecision{}, gate.DoneError("Acquire", source, err)
 	}
@@ -111,18 +111,18 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 	}
 	if s == nil {
 		if take != nil {
-			if bd := take(time.Time{}); !bd.Allowed {
+			if bd := take(reading{}); !bd.Allowed {
 				return gate.Permit{}, budgetRejection(bd), nil
 			}
 		}
 		return gate.Permit{Source: source, Tokens: estTokens}, gate.QuotaDecision{Allowed: true}, nil
 	}
-	var now time.Time
+	var now reading
 	var us int64
 	rated := s.rpm.Drain > 0 || s.tpm.Drain > 0
 	if rated {
-		now = q.clock.Now()
-		us = now.UnixMicro()
+		now = read(q.clock)
+		us = floorDiv(now.ns, 1000)
 	}
 
 	s.mu.Lock()
@@ -150,7 +150,7 @@ func (q *Quota) acquire(ctx context.Context, source string, estTokens int64, tak
 			return gate.Permit{}, gate.QuotaDecision{Limit: gate.LimitInFlight}, nil
 		}
 		// Measured from the caller's instant, not from the truncated µs.
-		ra := time.UnixMicro(at).Sub(now)
+		ra := time.Duration(at*1000 - now.ns)
 		return gate.Permit{}, gate.QuotaDecision{RetryAfter: ra, Limit: limit}, nil
 	}
 	if take != nil {
@@ -314,10 +314,10 @@ func (q *Quota) AdmitBudget(ctx context.Context, b gate.ProviderGate, budget gat
 	if d, err = mb.TryEnter(ctx, source); err != nil || !d.Allowed {
 		return d, p, qd, true, err
 	}
-	p, qd, err = q.acquire(ctx, source, estTokens, func(now time.Time) gate.BudgetDecision {
+	p, qd, err = q.acquire(ctx, source, estTokens, func(r reading) gate.BudgetDecision {
 		// The budget takes the quota's reading of the clock when both
 		// read the system clock: one reading for the two.
-		return mg.takeAt(source, estTokens, q.clock, now)
+		return mg.takeAt(source, estTokens, r)
 	})
 	if err != nil || !qd.Allowed {
 		if _, rerr := mb.Record(ctx, source, d, gate.Released); rerr != nil && err == nil {
