@@ -29,7 +29,7 @@ func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(c
 	if err != nil {
 		return zero, err
 	}
-	c, err := gw.enter(ctx)
+	c, err := gw.enterPlain(ctx)
 	if err != nil {
 		return zero, err
 	}
@@ -39,7 +39,7 @@ func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(c
 			_ = c.end(nil)
 		}
 	}()
-	v, err := retry.Run(&c.cc, sc.loop, 0, fn)
+	v, err := retry.RunIn(&c.cc, sc.loop, 0, fn, &c.first)
 	ended = true
 	return v, c.end(err)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgw-go/pgw/internal/callctx"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/retry"
 )
 
 // call is one governed call in flight, registered with its gateway so that
@@ -26,13 +27,42 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	if ctx == nil {
 		return nil, errors.New("pgw: nil context")
 	}
-	c := &call{g: g}
+	c := &call{}
+	if err := g.register(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// plainCall is a Call's call with room for its first attempt, one
+// allocation for the two.
+type plainCall struct {
+	call
+	first retry.First
+}
+
+// enterPlain is enter for Call.
+func (g *GatewayClient) enterPlain(ctx context.Context) (*plainCall, error) {
+	if ctx == nil {
+		return nil, errors.New("pgw: nil context")
+	}
+	c := &plainCall{}
+	if err := g.register(ctx, &c.call); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// register starts c, a zero call, under ctx and adds it to g's live calls,
+// or returns ErrClosed.
+func (g *GatewayClient) register(ctx context.Context, c *call) error {
+	c.g = g
 	c.cc.Init(ctx, 0)
 	g.mu.RLock()
 	if g.closed {
 		g.mu.RUnlock()
 		c.cc.Stop()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	g.calls.Add(1)
 	g.liveMu.Lock()
@@ -43,7 +73,7 @@ func (g *GatewayClient) enter(ctx context.Context) (*call, error) {
 	g.live = c
 	g.liveMu.Unlock()
 	g.mu.RUnlock()
-	return c, nil
+	return nil
 }
 
 // end releases the call, once, and returns err — or ErrClosed when Close

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,7 +144,29 @@ func TestAGovernedCallAllocatesOnlyItselfAndItsAttempt(t *testing.T) {
 		}
 	}
 	call()
-	// One allocation for the call (its ctx and its place among the live
-	// calls), one for its attempt (ctx, ticket, hold, response sink).
-	assert.LessOrEqual(t, testing.AllocsPerRun(200, call), 2.0)
+	// One allocation for the call (its ctx, its place among the live calls)
+	// and its first attempt (ctx, hold, response sink).
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, call), 1.0)
+}
+
+// The room for a call's first attempt serves it alone: a second attempt has
+// a ctx of its own, and the first's stays ended.
+func TestACallsSecondAttemptHasAContextOfItsOwn(t *testing.T) {
+	gw := benchGateway(t)
+	var ctxs []context.Context
+	n, err := pgw.Call(context.Background(), gw, "BENCH", func(ctx context.Context, _ pgw.Source) (int, pgw.Usage, error) {
+		ctxs = append(ctxs, ctx)
+		if len(ctxs) == 1 {
+			return 0, pgw.Usage{}, &pgw.HTTPError{StatusCode: http.StatusServiceUnavailable, Message: "try again"}
+		}
+		require.ErrorIs(t, ctxs[0].Err(), context.Canceled, "the first attempt's ctx stays ended: the second's is its own")
+		require.NoError(t, ctx.Err(), "the second attempt's ctx is live")
+		return 7, pgw.Usage{}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 7, n)
+	require.Len(t, ctxs, 2)
+	assert.NotSame(t, ctxs[0], ctxs[1])
+	assert.ErrorIs(t, ctxs[0].Err(), context.Canceled)
+	assert.ErrorIs(t, ctxs[1].Err(), context.Canceled)
 }

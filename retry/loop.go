@@ -264,7 +264,22 @@ type AttemptFunc[T any] func(ctx context.Context, src config.Source) (T, transpo
 // estTokens is reserved with the quota and settled to the attempt's usage. A
 // panic in fn gives back everything the attempt held and is re-raised.
 func Run[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T]) (T, error) {
-	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn), nil)
+	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn), nil, nil)
+}
+
+// RunIn is Run with room for the call's first attempt in first, which the
+// caller allocated with what holds the call, sparing the attempt an
+// allocation of its own. first serves one call, once: it is never reused,
+// since a goroutine the attempt started may keep its ctx.
+func RunIn[T any](ctx context.Context, l *Loop, estTokens int64, fn AttemptFunc[T], first *First) (T, error) {
+	return runWith(ctx, l, "", "", estTokens, l.demote, plainAttempt[T](fn), nil, first)
+}
+
+// First is room for a call's first attempt (RunIn). The zero First is
+// ready.
+type First struct {
+	s    attemptState
+	used bool
 }
 
 // hold is what an attempt holds: its ticket and its ctx's cancel. An attempt
@@ -318,20 +333,20 @@ func run[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, atte
 // runOp is run for a call of operation op (observe.Operation…) asking for
 // model (empty: each source's), as the observer is told.
 func runOp[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
-	return runWith(ctx, l, op, model, estTokens, demote, attempt, nil)
+	return runWith(ctx, l, op, model, estTokens, demote, attempt, nil, nil)
 }
 
 // runPart is runOp for one part of a split call whose parts are sib.
 func runPart[T any](ctx context.Context, l *Loop, sib *admission.Siblings, op, model string, estTokens int64, demote bool, attempt attemptFunc[T]) (T, error) {
-	return runWith(ctx, l, op, model, estTokens, demote, attempt, sib)
+	return runWith(ctx, l, op, model, estTokens, demote, attempt, sib, nil)
 }
 
 // runWith is runOp for any attempter; sib, when not nil, are the parts of
 // the split call this call is one of.
-func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attempter[T], sib *admission.Siblings) (T, error) {
+func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens int64, demote bool, attempt attempter[T], sib *admission.Siblings, first *First) (T, error) {
 	rep := l.newReport()
 	if rep == nil {
-		return rounds(ctx, l, estTokens, demote, attempt, nil, sib)
+		return rounds(ctx, l, estTokens, demote, attempt, nil, sib, first)
 	}
 	ctx = rep.begin(ctx, op, model)
 	returned := false
@@ -340,7 +355,7 @@ func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens in
 			rep.end(observe.ResultError, errPanicked)
 		}
 	}()
-	v, err := rounds(ctx, l, estTokens, demote, attempt, rep, sib)
+	v, err := rounds(ctx, l, estTokens, demote, attempt, rep, sib, first)
 	returned = true
 	if !rep.handed {
 		rep.end(callResult(ctx, l, err), err)
@@ -350,8 +365,9 @@ func runWith[T any](ctx context.Context, l *Loop, op, model string, estTokens in
 
 // rounds runs admission rounds and attempts until the call ends. sib, when
 // not nil, are the parts of the split call this call is one of: the
-// admission tells them of the call's tickets.
-func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attempter[T], rep *report, sib *admission.Siblings) (T, error) {
+// admission tells them of the call's tickets. first, when not nil, is room
+// for the call's first attempt (RunIn).
+func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, attempt attempter[T], rep *report, sib *admission.Siblings, first *First) (T, error) {
 	var zero T
 	st := roundsPool.Get().(*roundState)
 	stall, call := &st.stall, &st.call
@@ -378,7 +394,7 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		if attempts >= l.maxAttempts {
 			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
 		}
-		as, into := newAttempt(st, reuse)
+		as, into := newAttempt(st, reuse, first)
 		t, rej, err := call.PickInto(ctx, estTokens, into)
 		if err != nil {
 			return zero, err
@@ -390,6 +406,9 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			continue
 		}
 		attempts++
+		if first != nil && as == &first.s {
+			first.used = true
+		}
 		v, class, src, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
 		switch class {
 		case Success:
@@ -480,10 +499,13 @@ type ticketedAttempt struct {
 // returned (the gates gave it back on the attempt's goroutine, and no
 // stream or hedge keeps it): the ticket is st's, zeroed, which spares each
 // attempt the ticket's allocation. A round that admits nothing drops the
-// state.
-func newAttempt(st *roundState, reuse bool) (*attemptState, *admission.Ticket) {
+// state. first, unless used, is the state of a reused ticket's attempt.
+func newAttempt(st *roundState, reuse bool, first *First) (*attemptState, *admission.Ticket) {
 	if reuse {
 		st.ticket = admission.Ticket{} // a previous round's or call's
+		if first != nil && !first.used {
+			return &first.s, &st.ticket
+		}
 		return new(attemptState), &st.ticket
 	}
 	ta := new(ticketedAttempt)
