@@ -17,6 +17,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/internal/byname"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
@@ -34,6 +35,7 @@ var ErrClosed = errs.ErrClosed
 // Safe for concurrent use, Close included.
 type GatewayClient struct {
 	scopes map[string]*scope
+	byName byname.Index[*scope] // scopes, for the hot path
 	names  []string // configured scopes, in settings order
 	log    *slog.Logger
 
@@ -234,6 +236,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 		g.scopes[sc.Name] = sp
 		g.names = append(g.names, sc.Name)
 	}
+	g.byName = byname.Of(g.scopes)
 
 	for _, load := range []func(context.Context) error{preloadBreaker, preloadQuota, preloadBudget} {
 		if load == nil {
@@ -579,7 +582,7 @@ func (g *GatewayClient) scope(name string) (*scope, error) {
 	if g == nil {
 		return nil, errNilClient
 	}
-	if sc := g.scopes[name]; sc != nil {
+	if sc, _ := g.byName.Get(name); sc != nil {
 		return sc, nil
 	}
 	return nil, &UnknownScopeError{Scope: name, Configured: g.Scopes()}

@@ -15,6 +15,17 @@ type Budget struct {
 	clock   gate.Clock
 	mu      sync.Mutex
 	sources map[string]*budgetSource
+	// few are the first sources' records, found by comparing names
+	// before the map is asked: a scope has a handful of sources, for which
+	// that costs less than hashing. A record stays where it is for good (an
+	// expired one is started afresh in place).
+	few  [4]budgetEntry
+	nfew int
+}
+
+type budgetEntry struct {
+	name string
+	s    *budgetSource
 }
 
 var _ gate.BudgetGate = (*Budget)(nil)
@@ -54,12 +65,32 @@ func (s *budgetSource) save(now int64) {
 // source returns source's record at now, a new one when there is none or
 // the last one expired.
 func (b *Budget) source(source string, now int64) *budgetSource {
-	s := b.sources[source]
-	if s == nil || s.expires > 0 && now >= s.expires {
+	s := b.find(source)
+	switch {
+	case s == nil:
 		s = newBudgetSource()
 		b.sources[source] = s
+		if b.nfew < len(b.few) {
+			b.few[b.nfew] = budgetEntry{name: source, s: s}
+			b.nfew++
+		}
+	case s.expires > 0 && now >= s.expires:
+		*s = *newBudgetSource()
 	}
 	return s
+}
+
+// find returns source's record, nil when there is none. Under b.mu.
+func (b *Budget) find(source string) *budgetSource {
+	for i := range b.nfew {
+		if b.few[i].name == source {
+			return b.few[i].s
+		}
+	}
+	if b.nfew < len(b.few) {
+		return nil // every record is among the few
+	}
+	return b.sources[source]
 }
 
 func (s *budgetSource) known() bool {
@@ -215,7 +246,7 @@ func (b *Budget) Read(_ context.Context, source string) (gate.Advertised, bool, 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now().UnixMicro()
-	s := b.sources[source]
+	s := b.find(source)
 	if s == nil || s.expires > 0 && now >= s.expires || s.req.limit < 0 && s.tok.limit < 0 && !s.known() {
 		return gate.Advertised{Requests: gate.UnknownWindow, Tokens: gate.UnknownWindow}, false, nil
 	}

@@ -74,3 +74,55 @@ func TestAdmitBudgetOnTheSystemClock(t *testing.T) {
 		t.Fatalf("budget after the admission = %+v, %v; want 0 requests left", got, err)
 	}
 }
+
+// Sources beyond the few found by comparing names, and records that expire
+// and start afresh: each source keeps its own budget throughout.
+func TestBudgetKeepsEachOfManySourcesApart(t *testing.T) {
+	ctx := context.Background()
+	clk := contracttest.NewFakeClock()
+	bg := memory.NewBudget(memory.WithClock(clk))
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	for i, name := range names {
+		adv := gate.Advertised{
+			Requests: gate.AdvertisedWindow{Limit: 100, Remaining: int64(10 + i), Reset: time.Minute},
+			Tokens:   gate.UnknownWindow,
+		}
+		if err := bg.Refresh(ctx, name, adv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, name := range names {
+		if _, err := bg.Take(ctx, name, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := bg.Read(ctx, name)
+		if err != nil || !ok || got.Requests.Remaining != int64(10+i-1) {
+			t.Fatalf("Read(%s) = %+v, %v, %v; want %d requests left", name, got, ok, err, 10+i-1)
+		}
+	}
+	if _, ok, _ := bg.Read(ctx, "unknown"); ok {
+		t.Fatal("a source never seen has a budget")
+	}
+	clk.Advance(time.Hour) // every record expires
+	for _, name := range names {
+		if _, ok, _ := bg.Read(ctx, name); ok {
+			t.Fatalf("Read(%s) after its record expired still knows a budget", name)
+		}
+	}
+	adv := gate.Advertised{Requests: gate.AdvertisedWindow{Limit: 5, Remaining: 3, Reset: time.Minute}, Tokens: gate.UnknownWindow}
+	if err := bg.Refresh(ctx, "b", adv); err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.Refresh(ctx, "f", adv); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"b", "f"} {
+		got, ok, _ := bg.Read(ctx, name)
+		if !ok || got.Requests.Remaining != 3 || got.Requests.Limit != 5 {
+			t.Fatalf("Read(%s) after a fresh start = %+v, %v; want 3 of 5", name, got, ok)
+		}
+	}
+	if _, ok, _ := bg.Read(ctx, "a"); ok {
+		t.Fatal("a's expired record came back with b's fresh start")
+	}
+}
