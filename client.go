@@ -36,7 +36,7 @@ var ErrClosed = errs.ErrClosed
 type GatewayClient struct {
 	scopes map[string]*scope
 	byName byname.Index[*scope] // scopes, for the hot path
-	names  []string // configured scopes, in settings order
+	names  []string             // configured scopes, in settings order
 	log    *slog.Logger
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
