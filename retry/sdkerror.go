@@ -109,7 +109,8 @@ func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error
 // a redactedError when its text shows a credential; ok is false when err
 // needs neither.
 func sourceHTTPError(err error, src config.Source, now time.Time) (error, bool) {
-	if err == nil {
+	var he HTTPStatusError // pgw's own HTTPError: described and redacted already
+	if err == nil || errors.As(err, &he) {
 		return nil, false
 	}
 	creds := provider.Credentials(src)
