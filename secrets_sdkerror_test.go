@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -399,4 +400,36 @@ func TestAnSDKErrorWithoutStatusShowsNoCredential(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	assert.Same(t, sent, ue, "errors.As reaches the SDK's own error")
 	requireCleanRecords(t, rec, logs)
+}
+
+// A hedged call whose hedge leg fails on an SDK's error (a 400, which ends
+// the call) while the first leg runs: the error the call returns shows no
+// credential.
+func TestAHedgedCallReturnsAnSDKErrorWithoutCredentials(t *testing.T) {
+	gw, rec, logs := sdkGateway(t, []string{
+		"CHAT__SOURCES", "a,b",
+		"CHAT__MAX_ATTEMPTS", "2",
+		"CHAT__HEDGE_AFTER_S", "0.001",
+		"CHAT__B__PRIORITY", "1",
+		"CHAT__B__BASE_URL", "http://127.0.0.1:1/v1?token=" + echoToken,
+		"CHAT__B__API_KEY", echoKey,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound, should the hedge never start
+	defer cancel()
+	_, err := pgw.Call(ctx, gw, "CHAT", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		if src.Name == "b" {
+			return "", pgw.Usage{}, sdkFailure(t, "anthropic", src, http.StatusBadRequest, nil)
+		}
+		<-ctx.Done() // the hedge leg's 400 ends the call, and this leg with it
+		return "", pgw.Usage{}, ctx.Err()
+	})
+	require.Error(t, err)
+	require.NoError(t, ctx.Err(), "the hedge started")
+	requireNoSecretIn(t, "err.Error()", err.Error())
+	assert.Contains(t, err.Error(), upstreamMsg)
+	requireSDKErrorReached(t, "anthropic", err)
+	requireCleanRecords(t, rec, logs)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, http.StatusBadRequest, he.StatusCode, "the hedge leg's error ended the call")
 }
