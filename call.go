@@ -17,6 +17,16 @@ import (
 // the breaker, 400/404/413/422 return at once); any other error is an
 // ordinary failure, and a done ctx a cancellation. A panic in fn gives back
 // what the attempt held and is re-raised.
+//
+// An SDK's error that fn returns comes back (alone or as the Last of
+// pgw's wrappers) with the SDK's text but no credential in it: the
+// source's key and BASE_URL query values, the credentials of the request
+// the SDK sent when the error carries it (openai-go's and
+// anthropic-sdk-go's Request and Response fields, a *url.Error: its
+// credential headers, its URL's query values and password) and any
+// credential header's value an upstream echoed are redacted. errors.As and errors.Is still reach the SDK's own error value,
+// unredacted — its fields and Error are the SDK's, for a caller who digs
+// them out on purpose.
 func Call[T any](ctx context.Context, gw *GatewayClient, scope string, fn func(ctx context.Context, src Source) (T, Usage, error)) (T, error) {
 	var zero T
 	if gw == nil {

@@ -58,7 +58,7 @@ func EstimateTokens[T any](n int64) StreamOption[T] {
 // CallStream runs a stream-aware governed call in scope. open is one
 // attempt: it opens a stream on src and returns it (an error that carries
 // an HTTP status — a *HTTPError or an SDK's error — is classified as Call
-// classifies it). CallStream reads ahead to the stream's first item
+// classifies it, and its text shows no credential, as Call's does). CallStream reads ahead to the stream's first item
 // (FirstItem); until it arrives an error, a cut or an error return retries
 // and fails over under the scope's admission, backoff and budget. Then the
 // stream is returned and holds its source's admission (probe lease, quota
@@ -69,7 +69,9 @@ func EstimateTokens[T any](n int64) StreamOption[T] {
 // ctx bounds the whole stream, and so does the attempt's ctx that open
 // receives (its source's TIMEOUT_S): open must tie the stream to that ctx.
 // A stream that ended within the read-ahead holds nothing once CallStream
-// returns. Close on the gateway closes open streams.
+// returns. Close on the gateway closes open streams. An SDK's error that
+// cuts the stream after it was returned is redacted as Call redacts one;
+// errors.As still reaches the SDK's own value.
 func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, open func(ctx context.Context, src Source) (Streamer[T], error), opts ...StreamOption[T]) (*ItemStream[T], error) {
 	if gw == nil {
 		return nil, errors.New("pgw: CallStream with a nil *GatewayClient")

@@ -154,6 +154,13 @@ func HasAnswerError(field []byte) bool {
 	return v != "" && v != "null"
 }
 
+// ParseErrorRedacting is ParseError redacting each of creds (longest
+// first, as Credentials orders them) from the message, the type and the
+// code.
+func ParseErrorRedacting(p config.Provider, status int, body []byte, creds []string) ErrorBody {
+	return parseError(p, status, body, creds)
+}
+
 // ParseSourceError is ParseError for an answer of src: every one of src's
 // Credentials is redacted from the message, the type and the code, so that
 // an upstream that echoes the request (its URL, its headers) shows none of
@@ -167,38 +174,67 @@ func ParseSourceError(p config.Provider, src config.Source, status int, body []b
 const minQueryCredential = 6
 
 // Credentials returns what of src an upstream may echo and pgw must never
-// print: its API key, and the values of its BASE_URL's query (as written
-// and decoded; an entry without "=" is a value) — save api-version, which
-// names a version, and values of fewer than six characters. Longer ones
-// come first.
+// print: its API key, and the credentials of its BASE_URL (URLCredentials).
+// Longer ones come first.
 func Credentials(src config.Source) []string {
 	var out []string
-	add := func(v string) {
+	if k := src.APIKey.Reveal(); k != "" {
+		out = append(out, k)
+	}
+	return SortCredentials(appendNew(out, URLCredentials(src.BaseURL)...))
+}
+
+// URLCredentials returns what of a URL may be a credential: the values of
+// its query (as written and decoded; an entry without "=" is a value) —
+// save api-version, which names a version, and values of fewer than six
+// characters — and the password of its user info. It reads BASE_URL, and
+// the URL of a request an SDK sent, by the same rules.
+func URLCredentials(rawURL string) []string {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok && len(pw) >= minQueryCredential {
+		_, shown, _ := strings.Cut(u.User.String(), ":") // as URL.String prints it
+		out = appendNew(out, pw, shown)
+	}
+	if u.RawQuery == "" {
+		return out
+	}
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		k, raw, hasValue := strings.Cut(pair, "=")
+		if !hasValue {
+			raw = k // a bare token (?0123456789abcdef) is a value too
+		}
+		if name, err := url.QueryUnescape(k); err == nil && strings.EqualFold(name, "api-version") {
+			continue
+		}
+		if len(raw) < minQueryCredential {
+			continue
+		}
+		out = appendNew(out, raw)
+		if dec, err := url.QueryUnescape(raw); err == nil && len(dec) >= minQueryCredential {
+			out = appendNew(out, dec, url.QueryEscape(dec))
+		}
+	}
+	return out
+}
+
+// SortCredentials orders creds longest first, the order every redaction
+// replaces them in: a credential that holds another is replaced whole.
+func SortCredentials(creds []string) []string {
+	slices.SortStableFunc(creds, func(a, b string) int { return len(b) - len(a) })
+	return creds
+}
+
+// appendNew appends each of vs that is not empty and not in out yet.
+func appendNew(out []string, vs ...string) []string {
+	for _, v := range vs {
 		if v != "" && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}
-	add(src.APIKey.Reveal())
-	if u, err := url.Parse(strings.TrimSpace(src.BaseURL)); err == nil {
-		for _, pair := range strings.Split(u.RawQuery, "&") {
-			k, raw, hasValue := strings.Cut(pair, "=")
-			if !hasValue {
-				raw = k // a bare token (?0123456789abcdef) is a value too
-			}
-			if name, err := url.QueryUnescape(k); err == nil && strings.EqualFold(name, "api-version") {
-				continue
-			}
-			if len(raw) < minQueryCredential {
-				continue
-			}
-			add(raw)
-			if dec, err := url.QueryUnescape(raw); err == nil && len(dec) >= minQueryCredential {
-				add(dec)
-				add(url.QueryEscape(dec))
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
 

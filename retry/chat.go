@@ -187,6 +187,7 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 	s := &Stream{
 		l:       c.l,
 		ctx:     ctx,
+		src:     src,
 		st:      a.st,
 		ticket:  t,
 		rep:     h.rep,
@@ -208,6 +209,7 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 type Stream struct {
 	l       *Loop
 	ctx     context.Context // the caller's: tells a cancellation from a failure
+	src     config.Source   // for the credentials a cut's error must not show
 	st      transport.ChatStream
 	ticket  *admission.Ticket
 	rep     *attemptReport // nil without an observer
@@ -269,6 +271,11 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		s.end = io.EOF
 		s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		return transport.ChatChunk{}, io.EOF
+	}
+	if d, ok := sourceHTTPError(err, s.src, s.l.clock.Now()); ok {
+		// A custom transport's SDK error, described and redacted as an
+		// attempt's is.
+		err = d
 	}
 	if s.ctx.Err() != nil {
 		// The call's ctx ended — the caller's cancellation or deadline, or

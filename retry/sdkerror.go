@@ -3,7 +3,9 @@ package retry
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,22 +88,41 @@ func ResponseOf(err error) *http.Response {
 // text — with key redacted. The result's chain holds both the description
 // and err, so errors.As reaches the library's own type as before. It
 // returns false when err already holds a *transport.HTTPError or no status.
+//
+// The result's Error is err's text with key redacted, and with it what the
+// request behind err carried (sdkCredentials): an SDK's error text may show
+// the request's URL and the answer's body (anthropic-sdk-go's does), either
+// of which may echo a credential. err itself, which errors.As reaches, is
+// unchanged: its fields and text are the SDK's, unredacted.
 func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error, bool) {
-	return asHTTPError(err, func(status int, body []byte) provider.ErrorBody {
-		return provider.ParseError(p, status, body, key)
-	}, now)
+	var creds []string
+	if key != "" {
+		creds = []string{key}
+	}
+	return asHTTPError(err, p, creds, now)
 }
 
 // sourceHTTPError is AsHTTPError for an attempt of src: every one of its
-// credentials (provider.Credentials) is redacted from the description.
+// credentials (provider.Credentials) is redacted from the description and
+// from the text. An SDK's error that carries no status (a transport error
+// naming the request's URL, an error event of a stream) is returned as
+// a redactedError when its text shows a credential; ok is false when err
+// needs neither.
 func sourceHTTPError(err error, src config.Source, now time.Time) (error, bool) {
-	return asHTTPError(err, func(status int, body []byte) provider.ErrorBody {
-		return provider.ParseSourceError(src.Provider, src, status, body)
-	}, now)
+	var he HTTPStatusError // pgw's own HTTPError: described and redacted already
+	if err == nil || errors.As(err, &he) {
+		return nil, false
+	}
+	creds := provider.Credentials(src)
+	if d, ok := asHTTPError(err, src.Provider, creds, now); ok {
+		return d, true
+	}
+	return redactedOf(err, creds)
 }
 
-// asHTTPError is AsHTTPError reading the message with parse.
-func asHTTPError(err error, parse func(status int, body []byte) provider.ErrorBody, now time.Time) (error, bool) {
+// asHTTPError is AsHTTPError redacting creds and what err's request
+// carried.
+func asHTTPError(err error, p config.Provider, creds []string, now time.Time) (error, bool) {
 	if err == nil {
 		return nil, false
 	}
@@ -113,6 +134,7 @@ func asHTTPError(err error, parse func(status int, body []byte) provider.ErrorBo
 	if !ok {
 		return nil, false
 	}
+	creds = sdkCredentials(err, creds)
 	d := &errs.HTTPError{StatusCode: status}
 	var body provider.ErrorBody
 	var raw interface{ RawJSON() string }
@@ -123,24 +145,119 @@ func asHTTPError(err error, parse func(status int, body []byte) provider.ErrorBo
 	}
 	d.RetryAfter, _ = provider.ErrorRetryAfter(status, h, rawBody, now)
 	if hasRaw {
-		body = parse(status, rawBody)
-		d.Message = body.Text()
+		body = provider.ParseErrorRedacting(p, status, rawBody, creds)
+		d.Message = provider.RedactAuthEcho(body.Text())
 	} else {
-		d.Message = parse(status, []byte(err.Error())).Message
+		d.Message = provider.RedactAuthEcho(provider.ParseErrorRedacting(p, status, []byte(err.Error()), creds).Message)
 	}
-	return &describedError{desc: d, err: err, quota: body.InsufficientQuota()}, true
+	return &describedError{desc: d, err: err, quota: body.InsufficientQuota(), creds: creds}, true
 }
 
-// describedError is an SDK error with pgw's description of it.
+// describedError is an SDK error with pgw's description of it. Its text is
+// the SDK's with creds redacted, built when first asked for: a retried
+// attempt's error is seldom printed.
 type describedError struct {
 	desc  *errs.HTTPError
 	err   error
 	quota bool
+	creds []string
+
+	once sync.Once
+	text string
 }
 
-func (e *describedError) Error() string           { return e.err.Error() }
+// Error returns the SDK error's text without a credential (redactSDKText).
+func (e *describedError) Error() string {
+	e.once.Do(func() { e.text = redactSDKText(e.err, e.creds) })
+	return e.text
+}
+
 func (e *describedError) Unwrap() []error         { return []error{e.desc, e.err} }
 func (e *describedError) InsufficientQuota() bool { return e.quota }
+
+// redactedError is an error without a status whose text showed a
+// credential: the same error with that text redacted.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactedOf returns err as a redactedError when its text shows one of
+// creds or of what its request carried (sdkCredentials). pgw's own
+// HTTPError is left alone: pgw built its message redacted, or the caller
+// wrote it.
+func redactedOf(err error, creds []string) (error, bool) {
+	var he HTTPStatusError
+	if errors.As(err, &he) {
+		return nil, false
+	}
+	text := err.Error()
+	red := redactSDKText(err, sdkCredentials(err, creds))
+	if red == text {
+		return nil, false
+	}
+	return &redactedError{err: err, text: red}, true
+}
+
+// redactSDKText returns err's text with each of creds, and every echoed
+// credential header's value (provider.RedactAuthEcho), redacted. The body
+// an SDK's text shows (its RawJSON) is redacted as JSON first, so that a
+// credential the upstream escaped there (\u0073k-…) is found too.
+func redactSDKText(err error, creds []string) string {
+	text := err.Error()
+	var raw interface{ RawJSON() string }
+	if errors.As(err, &raw) {
+		if r := raw.RawJSON(); r != "" && strings.Contains(text, r) {
+			text = strings.Replace(text, r, string(provider.RedactCredentials([]byte(r), creds)), 1)
+		}
+	}
+	return provider.RedactText(text, creds)
+}
+
+// sdkCredentials returns creds with what the request behind err carried:
+// the values of its credential headers (provider.HeaderCredentials) and
+// the credentials of its URL (provider.URLCredentials), read from an
+// exported field Request *http.Request, from the Request of a Response
+// field, or from a *url.Error — the key an SDK was given and a query it
+// added need not be the source's. Longer ones come first.
+func sdkCredentials(err error, creds []string) []string {
+	out := slices.Clone(creds)
+	addRequest := func(req *http.Request) {
+		if req == nil {
+			return
+		}
+		out = append(out, provider.HeaderCredentials(req.Header)...)
+		if req.URL != nil {
+			out = append(out, provider.URLCredentials(req.URL.String())...)
+		}
+	}
+	walk(err, func(e error) bool {
+		if ue, ok := e.(*url.Error); ok {
+			out = append(out, provider.URLCredentials(ue.URL)...)
+			return false
+		}
+		v, ok := structOf(e)
+		if !ok {
+			return false
+		}
+		f := fieldsOf(v.Type())
+		if f.request >= 0 {
+			req, _ := v.Field(f.request).Interface().(*http.Request)
+			addRequest(req)
+		}
+		if f.response >= 0 {
+			if resp, _ := v.Field(f.response).Interface().(*http.Response); resp != nil {
+				addRequest(resp.Request)
+			}
+		}
+		return false
+	})
+	slices.Sort(out)
+	return provider.SortCredentials(slices.Compact(out))
+}
 
 // classifyStatusError classifies errors that carry an HTTP status without a
 // *transport.HTTPError, and errors that say the quota is spent.
@@ -232,14 +349,15 @@ func structOf(e error) (reflect.Value, bool) {
 	return v, v.Kind() == reflect.Struct
 }
 
-// statusFieldSet is where an error type keeps its status, headers and
-// response; -1 when it has no such field.
-type statusFieldSet struct{ status, header, response int }
+// statusFieldSet is where an error type keeps its status, headers,
+// response and request; -1 when it has no such field.
+type statusFieldSet struct{ status, header, response, request int }
 
 var fieldCache sync.Map // reflect.Type → statusFieldSet
 
 var (
 	responseType = reflect.TypeFor[*http.Response]()
+	requestType  = reflect.TypeFor[*http.Request]()
 	headerType   = reflect.TypeFor[http.Header]()
 )
 
@@ -247,7 +365,7 @@ func fieldsOf(t reflect.Type) statusFieldSet {
 	if f, ok := fieldCache.Load(t); ok {
 		return f.(statusFieldSet)
 	}
-	f := statusFieldSet{status: -1, header: -1, response: -1}
+	f := statusFieldSet{status: -1, header: -1, response: -1, request: -1}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if !sf.IsExported() {
@@ -256,6 +374,8 @@ func fieldsOf(t reflect.Type) statusFieldSet {
 		switch {
 		case sf.Name == "Response" && sf.Type == responseType:
 			f.response = i
+		case sf.Name == "Request" && sf.Type == requestType:
+			f.request = i
 		case (sf.Name == "StatusCode" || sf.Name == "HTTPStatusCode") && sf.Type.Kind() == reflect.Int && f.status < 0:
 			f.status = i
 		case sf.Name == "Header" && sf.Type == headerType:

@@ -153,3 +153,37 @@ func TestAsHTTPErrorRedactsTheKey(t *testing.T) {
 	_, ok = retry.AsHTTPError(&errs.HTTPError{StatusCode: 500}, config.ProviderOpenAI, "", time.Now())
 	assert.False(t, ok, "pgw's own HTTPError needs no description")
 }
+
+// urlTextError is an SDK error whose text shows its request's URL and the
+// answer's body, as anthropic-sdk-go's does.
+type urlTextError struct {
+	StatusCode int
+	Request    *http.Request
+	Response   *http.Response
+	raw        string
+}
+
+func (e urlTextError) RawJSON() string { return e.raw }
+func (e urlTextError) Error() string {
+	return fmt.Sprintf("%s %q: %d %s", e.Request.Method, e.Request.URL, e.StatusCode, e.raw)
+}
+
+// The description's text is the SDK's without the key, the request's
+// credential header and URL query values, nor a header echoed in the body;
+// errors.As still reaches the SDK's error, whose own text is unchanged.
+func TestAsHTTPErrorsTextShowsNoCredentialOfTheRequest(t *testing.T) {
+	req, err := http.NewRequest(http.MethodPost, "https://h.example/v1/messages?key=qk-0123456789", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Api-Key", "sk-sent-0123")
+	sdk := urlTextError{StatusCode: 401, Request: req, Response: &http.Response{StatusCode: 401, Header: http.Header{}},
+		raw: `{"error":{"message":"bad sk-secret, sk-sent-0123 (x-api-key: px-777777777)"}}`}
+	d, ok := retry.AsHTTPError(sdk, config.ProviderAnthropic, "sk-secret", time.Now())
+	require.True(t, ok)
+	assert.Equal(t, `POST "https://h.example/v1/messages?key=[redacted]": 401 {"error":{"message":"bad [redacted], [redacted] (x-api-key: [redacted])"}}`, d.Error())
+	var he *errs.HTTPError
+	require.ErrorAs(t, d, &he)
+	assert.Equal(t, "bad [redacted], [redacted] (x-api-key: [redacted])", he.Message)
+	var got urlTextError
+	require.ErrorAs(t, d, &got)
+	assert.Contains(t, got.Error(), "sk-sent-0123", "the SDK's own error is as it was")
+}

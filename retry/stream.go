@@ -101,7 +101,7 @@ func OpenStream[T any](ctx context.Context, l *Loop, spec StreamSpec[T]) (*ItemS
 // openItems is one attempt of a stream-aware call: open the stream and read
 // ahead to its first item.
 func openItems[T any](ctx, actx context.Context, l *Loop, src config.Source, spec *StreamSpec[T], h *hold) (*ItemStream[T], transport.Usage, error) {
-	s := &ItemStream[T]{l: l, ctx: ctx, spec: spec, source: src.Name}
+	s := &ItemStream[T]{l: l, ctx: ctx, spec: spec, source: src.Name, src: src}
 	items, err := spec.Open(actx, src)
 	if err != nil {
 		if items != nil {
@@ -174,6 +174,7 @@ type ItemStream[T any] struct {
 	ctx    context.Context // the caller's: tells a cancellation from a failure
 	spec   *StreamSpec[T]
 	source string
+	src    config.Source // for the credentials a cut's error must not show
 	items  Items[T]
 	ticket *admission.Ticket // nil when the stream was complete at open
 	rep    *attemptReport    // nil without an observer
@@ -241,6 +242,10 @@ func (s *ItemStream[T]) Recv() (T, error) {
 		s.end = io.EOF
 		s.succeed()
 		return zero, io.EOF
+	}
+	if d, ok := sourceHTTPError(err, s.src, s.l.clock.Now()); ok {
+		// An SDK's error, described and redacted as an attempt's is.
+		err = d
 	}
 	cut := err
 	if s.ctx.Err() != nil {
