@@ -153,6 +153,48 @@ func (h *quotaHarness) rejected(est int64, limit string) gate.QuotaDecision {
 	return d
 }
 
+// rejectedSince acquires an est-token request of a bucket last emptied at
+// spent, which refills est every wait, and requires its rejection by limit,
+// which it returns with the moment the request fits: spent + wait. On real
+// time a request that landed at or after that moment (a machine that fell
+// behind) is rightly granted and empties the bucket as of that moment: the
+// next request is judged from there, a few times at most.
+func (h *quotaHarness) rejectedSince(spent moment, wait time.Duration, est int64, limit string) (gate.QuotaDecision, moment) {
+	h.t.Helper()
+	for i := 1; ; i++ {
+		require.LessOrEqual(h.t, i, 2*maxAttempts, "Acquire(%d) landed after the refill %d times in a row", est, i-1)
+		p, d := h.acquire(est)
+		next := spent.add(wait)
+		if !d.Allowed {
+			assert.Equal(h.t, limit, d.Limit, "Acquire(%d): rejecting limit", est)
+			return d, next
+		}
+		require.False(h.t, h.before(next), "Acquire(%d) must be rejected by %s until %v: %+v", est, limit, next.lo, d)
+		h.t.Logf("Acquire(%d) ran from %v to %v, at or after the refill at %v: granting it is right, judging the next one", est, h.last.lo, h.last.hi, next.lo)
+		h.release(p)
+		spent = next
+	}
+}
+
+// drained acquires est-token requests until one is rejected by limit, and
+// returns that rejection: at once on a fake clock. On real time a grant that
+// landed late leaves in the bucket what refilled meanwhile (more than one
+// request's worth after a stall), which the requests before the rejection
+// spend.
+func (h *quotaHarness) drained(est int64, limit string) gate.QuotaDecision {
+	h.t.Helper()
+	for n := 0; ; n++ {
+		p, d := h.acquire(est)
+		if !d.Allowed {
+			assert.Equal(h.t, limit, d.Limit, "Acquire(%d): rejecting limit", est)
+			return d
+		}
+		require.False(h.t, h.exact(), "Acquire(%d) must be rejected by %s: %+v", est, limit, d)
+		require.Less(h.t, n, 100, "Acquire(%d) is never rejected by %s", est, limit)
+		h.release(p)
+	}
+}
+
 func (h *quotaHarness) settle(p gate.Permit, actual int64) {
 	h.t.Helper()
 	lo := h.begin()
@@ -291,7 +333,7 @@ func (h *quotaHarness) exactRetry(d gate.QuotaDecision, est int64, limit string)
 			p, got := h.acquire(est)
 			require.True(h.t, got.Allowed, "a retry exactly RetryAfter (%v) after a rejection must be granted: %+v", d.RetryAfter, got)
 			h.release(p)
-			d = h.rejected(est, limit)
+			d = h.drained(est, limit)
 			continue
 		}
 		h.advanceTo(free.add(-early))
@@ -301,7 +343,7 @@ func (h *quotaHarness) exactRetry(d gate.QuotaDecision, est int64, limit string)
 			h.t.Logf("a retry meant to land %v before the wait ended at %v ran from %v to %v: granting it is right, starting over",
 				early, free.lo, h.last.lo, h.last.hi)
 			h.release(p)
-			d = h.rejected(est, limit)
+			d = h.drained(est, limit)
 			continue
 		}
 		assert.Equal(h.t, limit, again.Limit, "retried %v before RetryAfter: rejecting limit", early)

@@ -24,8 +24,8 @@ func quotaRateCases() []quotaCase {
 		{name: "RPMRetryAtRetryAfterIsAdmittedEarlierIsNot", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
 			d := h.exhaustRPM(qRPM)
 			_, fitted := h.exactRetry(d, 0, gate.LimitRPM)
-			d = h.rejected(0, gate.LimitRPM)
-			h.waits(fitted.add(qInterval), d, "after the retry took the refilled request: RetryAfter = one interval")
+			d, next := h.rejectedSince(fitted, qInterval, 0, gate.LimitRPM)
+			h.waits(next, d, "after the retry took the refilled request: RetryAfter = one interval")
 			h.exactRetry(d, 0, gate.LimitRPM)
 		}},
 		{name: "RPMRefillsContinuously", limits: gate.Limits{RPM: qRPM}, run: func(h *quotaHarness) {
@@ -46,16 +46,17 @@ func quotaRateCases() []quotaCase {
 			// exhaustRPM asserts the first RetryAfter (⌈60s/270⌉µs on a
 			// fake clock).
 			d := h.exhaustRPM(qOddRPM)
+			_, fitted := h.exactRetry(d, 0, gate.LimitRPM)
+			d, _ = h.rejectedSince(fitted, ceilMicro(time.Minute, qOddRPM), 0, gate.LimitRPM)
 			h.exactRetry(d, 0, gate.LimitRPM)
-			h.exactRetry(h.rejected(0, gate.LimitRPM), 0, gate.LimitRPM)
 		}},
 		{name: "TPMAdmitsAMinuteOfTokensThenRejects", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			h.granted(qTPM)
 			spent := h.last
 			// A zero-token request fits a full (not overdrawn) bucket.
 			h.granted(0)
-			d := h.rejected(qTokens, gate.LimitTPM)
-			h.waits(spent.add(qTPMWait), d, "TPM rejection: RetryAfter = until the tokens refill")
+			d, next := h.rejectedSince(spent, qTPMWait, qTokens, gate.LimitTPM)
+			h.waits(next, d, "TPM rejection: RetryAfter = until the tokens refill")
 			if h.exact() { // on real time one token refills in 100µs
 				d = h.rejected(1, gate.LimitTPM)
 				assert.Equal(h.t, time.Millisecond/qPerMilli, d.RetryAfter, "TPM rejection of one token")
@@ -63,26 +64,28 @@ func quotaRateCases() []quotaCase {
 		}},
 		{name: "TPMRetryAtRetryAfterIsAdmittedEarlierIsNot", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			h.granted(qTPM)
-			_, fitted := h.exactRetry(h.rejected(qTokens, gate.LimitTPM), qTokens, gate.LimitTPM)
-			d := h.rejected(qTokens, gate.LimitTPM)
-			h.waits(fitted.add(qTPMWait), d, "after the retry took the refilled tokens: RetryAfter = their refill time")
+			d, _ := h.rejectedSince(h.last, qTPMWait, qTokens, gate.LimitTPM)
+			_, fitted := h.exactRetry(d, qTokens, gate.LimitTPM)
+			d, next := h.rejectedSince(fitted, qTPMWait, qTokens, gate.LimitTPM)
+			h.waits(next, d, "after the retry took the refilled tokens: RetryAfter = their refill time")
 		}},
 		{name: "TPMRetryAfterIsExactWhenTheLimitDoesNotDivideAMinute", limits: gate.Limits{TPM: qOddTPM}, run: func(h *quotaHarness) {
 			// 1 234 567 TPM: a token refills every 48.6…µs.
 			h.granted(qOddTPM)
-			spent := h.last
-			d := h.rejected(qOddTokens, gate.LimitTPM)
-			h.waits(spent.add(ceilMicro(time.Minute*qOddTokens, qOddTPM)), d, fmt.Sprintf("TPM %d: RetryAfter", qOddTPM))
+			refill := ceilMicro(time.Minute*qOddTokens, qOddTPM)
+			d, next := h.rejectedSince(h.last, refill, qOddTokens, gate.LimitTPM)
+			h.waits(next, d, fmt.Sprintf("TPM %d: RetryAfter", qOddTPM))
+			_, fitted := h.exactRetry(d, qOddTokens, gate.LimitTPM)
+			d, _ = h.rejectedSince(fitted, refill, qOddTokens, gate.LimitTPM)
 			h.exactRetry(d, qOddTokens, gate.LimitTPM)
-			h.exactRetry(h.rejected(qOddTokens, gate.LimitTPM), qOddTokens, gate.LimitTPM)
 		}},
 		{name: "TPMRefillsContinuously", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			h.granted(qTPM)
 			spent := h.last
 			h.advanceTo(spent.add(qTPMWait))
 			h.granted(qTokens)
-			d := h.rejected(qTokens, gate.LimitTPM)
-			h.waits(spent.add(2*qTPMWait), d, "refilled tokens spent: RetryAfter = until the next refill")
+			d, next := h.rejectedSince(spent.add(qTPMWait), qTPMWait, qTokens, gate.LimitTPM)
+			h.waits(next, d, "refilled tokens spent: RetryAfter = until the next refill")
 		}},
 		{name: "EstimateAboveTPMIsATokensError", limits: gate.Limits{TPM: qTPM}, run: func(h *quotaHarness) {
 			_, d, err := h.g.Acquire(h.t.Context(), h.src, qTPM+1)

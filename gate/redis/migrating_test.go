@@ -24,9 +24,14 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 	const probeTTL, lease = 150 * time.Millisecond, 150 * time.Millisecond
 	ctx := t.Context()
 	scope, src := uniqueScope(), "s"
-	b, err := redis.NewBreaker(c, scope, gate.Policy{
-		ConsecutiveFailures: 1, Cooldown: 50 * time.Millisecond, ProbeTTL: probeTTL, SuccessThreshold: 1,
-	})
+	policy := gate.Policy{ConsecutiveFailures: 1, Cooldown: 50 * time.Millisecond, ProbeTTL: probeTTL, SuccessThreshold: 1}
+	// b's probe leases expire at once, for the case that lets one expire;
+	// lb's (the same records) outlive any stall of a loaded machine
+	// between taking a lease and its outcome.
+	b, err := redis.NewBreaker(c, scope, policy)
+	require.NoError(t, err)
+	policy.ProbeTTL = time.Minute
+	lb, err := redis.NewBreaker(c, scope, policy)
 	require.NoError(t, err)
 	q, err := redis.NewQuota(c, scope, map[string]gate.Limits{src: {RPM: 100000, MaxInFlight: 1}}, redis.WithLease(lease))
 	require.NoError(t, err)
@@ -52,8 +57,8 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 		f()
 	}
 	// probing opens the breaker and waits out its cooldown, then takes the
-	// probe lease: record and lease set both exist.
-	probing := func() gate.Decision {
+	// probe lease on b: record and lease set both exist.
+	probing := func(b *redis.Breaker) gate.Decision {
 		t.Helper()
 		d, err := b.TryEnter(ctx, src)
 		require.NoError(t, err)
@@ -70,9 +75,9 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 	}
 
 	t.Run("ProbeSuccessClosesTheBreaker", func(t *testing.T) {
-		d := probing()
+		d := probing(lb)
 		migrating(func() {
-			u, err := b.Record(ctx, src, d, gate.Success)
+			u, err := lb.Record(ctx, src, d, gate.Success)
 			require.NoError(t, err)
 			assert.True(t, u.Applied)
 			assert.Equal(t, gate.Closed, u.State)
@@ -80,16 +85,16 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 	})
 
 	t.Run("ProbeFailureReopensTheBreaker", func(t *testing.T) {
-		d := probing()
+		d := probing(lb)
 		migrating(func() {
-			u, err := b.Record(ctx, src, d, gate.Failure)
+			u, err := lb.Record(ctx, src, d, gate.Failure)
 			require.NoError(t, err)
 			assert.Equal(t, gate.Open, u.State)
 		})
 	})
 
 	t.Run("AnExpiredProbeLeaseIsReplaced", func(t *testing.T) {
-		old := probing()
+		old := probing(b)
 		time.Sleep(probeTTL + 20*time.Millisecond) // the lease expires
 		migrating(func() {
 			// Its outcome is a fencing miss, and the next TryEnter prunes
@@ -97,10 +102,10 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 			u, err := b.Record(ctx, src, old, gate.Success)
 			require.NoError(t, err)
 			assert.False(t, u.Applied, "an expired lease's outcome is a miss")
-			d, err := b.TryEnter(ctx, src)
+			d, err := lb.TryEnter(ctx, src)
 			require.NoError(t, err)
 			assert.True(t, d.Probe, "the expired lease no longer holds the probe")
-			_, err = b.Record(ctx, src, d, gate.Success)
+			_, err = lb.Record(ctx, src, d, gate.Success)
 			require.NoError(t, err)
 		})
 	})
@@ -114,14 +119,14 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 		require.NoError(t, err)
 		var cs []gate.Conclusion
 		for i := range 3 {
-			d, p, qd, ok, err := rq.Admit(ctx, b, src, 0)
+			d, p, qd, ok, err := rq.Admit(ctx, lb, src, 0)
 			require.NoError(t, err)
 			require.True(t, ok && d.Allowed && !d.Probe && qd.Allowed)
 			cs = append(cs, gate.Conclusion{Source: src, Decision: d, Outcome: []gate.Outcome{gate.Success, gate.Released}[i%2], Permit: p, HasPermit: true, Tokens: -1})
 		}
-		probe := probing()
+		probe := probing(lb)
 		migrating(func() {
-			require.True(t, rq.Conclude(ctx, b, cs))
+			require.True(t, rq.Conclude(ctx, lb, cs))
 			for _, k := range cs {
 				require.NoError(t, k.Err)
 				assert.False(t, k.Update.Applied, "a tripped generation's outcome is a miss")
@@ -131,10 +136,10 @@ func migratingSlotRunsEveryScriptWhole(t *testing.T, cl *testutil.RedisCluster, 
 		n, err := c.ZCard(ctx, rq.Keys(src)[1]).Result()
 		require.NoError(t, err)
 		assert.Zero(t, n, "every lease freed")
-		s, err := b.Snapshot(ctx, src)
+		s, err := lb.Snapshot(ctx, src)
 		require.NoError(t, err)
 		assert.Equal(t, 1, s.ProbesInFlight, "the probe's lease is left alone")
-		_, err = b.Record(ctx, src, probe, gate.Success)
+		_, err = lb.Record(ctx, src, probe, gate.Success)
 		require.NoError(t, err)
 	})
 

@@ -430,13 +430,8 @@ func TestFleetQuotaAcrossAChangeOfTheFleetsSize(t *testing.T) {
 // ErrUnreachable instead of each dialling a dead Redis until the next probe.
 func TestFailClosedCallersUnreachableErrorStartsTheProbersOutage(t *testing.T) {
 	srv := testutil.StartRedis(t)
-	c := proxiedClient(t, srv.Addr)
 	scope := uniqueScope()
 	limits := map[string]gate.Limits{"s": {MaxInFlight: 2}}
-	rb, err := redis.NewBreaker(c, scope, gate.Policy{})
-	require.NoError(t, err)
-	rq, err := redis.NewQuota(c, scope, limits)
-	require.NoError(t, err)
 	ops := map[string]func(b *redis.Failover, q *redis.QuotaFailover) error{
 		"TryEnter": func(b *redis.Failover, _ *redis.QuotaFailover) error {
 			_, err := b.TryEnter(t.Context(), "s")
@@ -457,6 +452,16 @@ func TestFailClosedCallersUnreachableErrorStartsTheProbersOutage(t *testing.T) {
 			srv.Restart(t)
 		}
 		first = false
+		// A client of its own: go-redis's pool, once as many dials as its
+		// size have failed (the previous operations' during its Stop), fails
+		// every dial at once until a background dial, once a second,
+		// succeeds, and this prober's two first probes would start an
+		// outage that its hour-long backoff never ends.
+		c := proxiedClient(t, srv.Addr)
+		rb, err := redis.NewBreaker(c, scope, gate.Policy{})
+		require.NoError(t, err)
+		rq, err := redis.NewQuota(c, scope, limits)
+		require.NoError(t, err)
 		logs := &logSink{}
 		pr, err := redis.NewProber(c, redis.WithProbeInterval(time.Hour), redis.WithProbeTimeout(time.Second),
 			redis.WithProbeBackoff(time.Hour), redis.WithHeartbeatTTL(2*time.Hour), redis.WithProberLogger(slog.New(logs)),

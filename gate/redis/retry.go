@@ -129,22 +129,54 @@ func retryNotServed(ctx context.Context, run func() *goredis.Cmd) *goredis.Cmd {
 	if !notServedNow(cmd.Err()) {
 		return cmd
 	}
-	until := time.Now().Add(retryBudget)
+	return retryOn(ctx, wallPauser{}, cmd, run)
+}
+
+// pauser is the time retryOn reads and waits on: the wall clock, or a
+// test's.
+type pauser interface {
+	// Now returns the current time.
+	Now() time.Time
+	// Pause waits d and reports true, or reports false as soon as ctx
+	// ends.
+	Pause(ctx context.Context, d time.Duration) bool
+}
+
+// wallPauser is the wall clock and its timers.
+type wallPauser struct{}
+
+// Now returns time.Now().
+func (wallPauser) Now() time.Time { return time.Now() }
+
+// Pause waits d on a timer, or until ctx ends.
+func (wallPauser) Pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// retryOn runs run again after cmd, a reply of notHereNotNow, with a
+// backoff from 1 ms doubling to 32 ms, while the reply is one of
+// notHereNotNow: for at most retryBudget from now (on pt) and never past
+// ctx's deadline less deadlineSlack. It returns the last reply.
+func retryOn(ctx context.Context, pt pauser, cmd *goredis.Cmd, run func() *goredis.Cmd) *goredis.Cmd {
+	until := pt.Now().Add(retryBudget)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(until) {
 		until = dl.Add(-deadlineSlack)
 	}
 	pause := time.Millisecond
 	for {
-		left := time.Until(until)
+		left := until.Sub(pt.Now())
 		if left <= 0 {
 			return cmd
 		}
-		t := time.NewTimer(min(pause, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pt.Pause(ctx, min(pause, left)) {
 			return cmd
-		case <-t.C:
 		}
 		cmd = run()
 		if !notServedNow(cmd.Err()) {

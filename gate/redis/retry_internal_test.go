@@ -70,21 +70,65 @@ func TestRunScriptRetriesAMigratingSlotWithinItsBudget(t *testing.T) {
 	assert.Equal(t, 1, c.calls)
 
 	// A migration that outlasts the budget ends in the last reply, within
-	// the budget.
+	// the budget: on a test clock, so that a machine that falls behind
+	// cannot stretch it.
 	c = &notHereScripter{replies: []error{replyErr("TRYAGAIN x")}}
-	start := time.Now()
-	err = runScript(context.Background(), c, s, []string{"k"}).Err()
+	pt := &stepPauser{now: time.Now()}
+	start := pt.now
+	run := runOnce(context.Background(), c)
+	err = retryOn(context.Background(), pt, run(), run).Err()
 	assert.True(t, notServed(err))
-	assert.Less(t, time.Since(start), retryBudget+200*time.Millisecond)
+	assert.LessOrEqual(t, pt.now.Sub(start), retryBudget, "paused past the budget")
+	assert.Greater(t, pt.now.Sub(start), retryBudget-32*time.Millisecond, "gave up before the budget was spent")
 	assert.Greater(t, c.calls, 2)
+	assert.Equal(t, pt.pauses+1, c.calls, "one run after each pause")
 
-	// And never past the caller's deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	// And never past the caller's deadline (less the slack): a deadline an
+	// hour away on the wall clock, 20 ms away on the test clock.
+	pt = &stepPauser{now: time.Now().Add(time.Hour)}
+	start = pt.now
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(20*time.Millisecond))
 	defer cancel()
 	c = &notHereScripter{replies: []error{replyErr("TRYAGAIN x")}}
-	start = time.Now()
-	_ = runScript(ctx, c, s, []string{"k"})
-	assert.Less(t, time.Since(start), 20*time.Millisecond+50*time.Millisecond)
+	run = runOnce(ctx, c)
+	_ = retryOn(ctx, pt, run(), run)
+	assert.LessOrEqual(t, pt.now.Sub(start), 20*time.Millisecond-deadlineSlack, "paused past the deadline")
+	assert.Greater(t, c.calls, 2)
+
+	// A ctx that ends during a pause ends the retries at once, on the wall
+	// clock too.
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	c = &notHereScripter{replies: []error{replyErr("TRYAGAIN x")}}
+	assert.True(t, notServed(runScript(ctx, c, s, []string{"k"}).Err()))
+	assert.Equal(t, 1, c.calls, "no run after the ctx ended")
+}
+
+// runOnce is a run of retryOn: one script command sent to c.
+func runOnce(ctx context.Context, c processor) func() *goredis.Cmd {
+	return func() *goredis.Cmd {
+		cmd := goredis.NewCmd(ctx, "evalsha", "sha", 1, "k")
+		_ = c.Process(ctx, once{cmd})
+		return cmd
+	}
+}
+
+// stepPauser is a test clock for retryOn: each pause moves it on by its
+// length at once.
+type stepPauser struct {
+	now    time.Time
+	pauses int
+}
+
+func (p *stepPauser) Now() time.Time { return p.now }
+
+func (p *stepPauser) Pause(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	p.now = p.now.Add(d)
+	p.pauses++
+	return true
 }
 
 func TestRefusedWritesAreUnreachableAtOnce(t *testing.T) {
