@@ -134,7 +134,8 @@ func (h *hold) firstChunk(l *Loop) {
 
 // noteLatency feeds an ended attempt to its source's latency: a success's
 // time (unless its first chunk was noted already), a failure's time as a
-// lower bound. Cancellations and caller errors say nothing about speed.
+// lower bound (boundSample). Cancellations, caller errors and panics say
+// nothing about speed.
 func (l *Loop) noteLatency(h *hold, outcome string) {
 	l.noteLatencyAt(h, outcome, l.clock.Now())
 }
@@ -149,8 +150,42 @@ func (l *Loop) noteLatencyAt(h *hold, outcome string, now time.Time) {
 	case observe.OutcomeSuccess:
 		l.adm.Latency().ObserveAt(h.ticket.Source, d, now)
 	case observe.OutcomeFailure, observe.OutcomeFatal, observe.OutcomeThrottle:
-		l.adm.Latency().ObserveBoundAt(h.ticket.Source, d, now)
+		if l.boundSample(h.ticket.Source, d) {
+			l.adm.Latency().ObserveBoundAt(h.ticket.Source, d, now)
+		} else {
+			l.adm.Latency().RaiseAt(h.ticket.Source, d, now)
+		}
 	}
+}
+
+// boundSample reports whether a failure's time d on source — a lower bound
+// of the time the source would have taken to deliver — joins the source's
+// samples, or only raises its EWMA.
+//
+// The samples are read as times to first chunk: a quantile of them is the
+// adaptive hedge delay (and LatencyStats' P50 and P90). A bound at least as
+// long as the quantile the window is read at lies on the same side of it as
+// the true time it bounds, so as a sample it moves that quantile as the
+// true time would: a timeout, or a failure after a long wait, keeps the
+// slow tail in the window. A bound below it may stand for any time at all —
+// a 5xx or a 429 in 2 ms on a source whose answers take 800 ms says nothing
+// of how long they take — and as a sample it would read as a fast answer and
+// pull the hedge delay down, hedging every call of a source whose errors
+// come fast. It still raises the EWMA, which a bound can only raise. The
+// quantile is the hedge delay the source has now when the scope hedges (the
+// same line a lost attempt must have run past to count: a whole delay), the
+// 90th percentile otherwise; while the window has none (fewer than 20
+// samples and no fixed delay) a bound cannot be placed and joins nothing:
+// the window starts from answers. Only a failure pays for the reading.
+func (l *Loop) boundSample(source string, d time.Duration) bool {
+	var at time.Duration
+	var ok bool
+	if l.hedge != nil {
+		at, ok = l.hedge.delay(l.adm.Latency(), source)
+	} else {
+		at, ok = l.adm.Latency().Quantile(source, 0.9)
+	}
+	return ok && d >= at
 }
 
 // discarder is an attempt's value that holds the attempt's admission past
