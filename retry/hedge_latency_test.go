@@ -122,7 +122,9 @@ func TestHedgeACanceledRaceIsCanceledNotLostAndNoLatency(t *testing.T) {
 }
 
 // neverTimer arms hedge delays that never run out.
-func neverTimer(time.Duration) (<-chan time.Time, func() bool) { return nil, func() bool { return false } }
+func neverTimer(time.Duration) (<-chan time.Time, func() bool) {
+	return nil, func() bool { return false }
+}
 
 // A failure's time is a lower bound of its source's: one quicker than the
 // quantile the window is read at (a 5xx or a 429 in 2 ms on a source whose
