@@ -19,7 +19,10 @@ const (
 	// OutcomeCanceled: the caller's context ended the attempt (its
 	// cancellation or deadline); nothing is counted against the source.
 	OutcomeCanceled = "canceled"
-	// OutcomeAbandoned: the caller closed a stream before its end.
+	// OutcomeAbandoned: the caller closed a stream before its end; or a
+	// panic that went on to the caller (an observer's, or another attempt's
+	// of its hedge race) ended the call while the attempt ran, and the
+	// attempt was cut and given back, Released.
 	OutcomeAbandoned = "abandoned"
 	// OutcomeClosed: the gateway's Close ended the attempt; like a
 	// cancellation, nothing is counted against the source.

@@ -184,7 +184,7 @@ func (ob *Observer) instruments(m metric.Meter) {
 		metric.WithExplicitBucketBoundaries(WaitBuckets...))
 	ob.adv.instruments(m)
 	ob.hedges, _ = m.Int64Counter("pgw_hedges_total",
-		metric.WithDescription("Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge)."))
+		metric.WithDescription("Hedging events by event: fired, won, wasted, canceled (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge)."))
 }
 
 // Enabled reports whether the observer records anything now: false while

@@ -27,7 +27,7 @@ func TestHedgesAreCountedBySourceAndEvent(t *testing.T) {
 	}
 	a.Close()
 	want := `
-# HELP pgw_hedges_total Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge).
+# HELP pgw_hedges_total Hedging events by event: fired, won, wasted, canceled (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge).
 # TYPE pgw_hedges_total counter
 pgw_hedges_total{event="fired",scope="CHAT",source="s2"} 2
 pgw_hedges_total{event="skipped_budget",scope="CHAT",source="s1"} 1
