@@ -98,7 +98,7 @@ func (l *Latency) index(source string) int {
 // d is above it (the peak), smoothed otherwise — and its samples.
 func (l *Latency) Observe(source string, d time.Duration) {
 	if i := l.index(source); i >= 0 {
-		l.observe(i, d, true, l.clock.Now())
+		l.observe(i, d, true, true, l.clock.Now())
 	}
 }
 
@@ -106,7 +106,7 @@ func (l *Latency) Observe(source string, d time.Duration) {
 // attempt's end, now, and so spares it another reading.
 func (l *Latency) ObserveAt(source string, d time.Duration, now time.Time) {
 	if i := l.index(source); i >= 0 {
-		l.observe(i, d, true, now)
+		l.observe(i, d, true, true, now)
 	}
 }
 
@@ -117,7 +117,7 @@ func (l *Latency) ObserveAt(source string, d time.Duration, now time.Time) {
 // in the quantiles even when hedging cuts it short.
 func (l *Latency) ObserveBound(source string, d time.Duration) {
 	if i := l.index(source); i >= 0 {
-		l.observe(i, d, false, l.clock.Now())
+		l.observe(i, d, false, true, l.clock.Now())
 	}
 }
 
@@ -125,11 +125,22 @@ func (l *Latency) ObserveBound(source string, d time.Duration) {
 // at the attempt's end, now.
 func (l *Latency) ObserveBoundAt(source string, d time.Duration, now time.Time) {
 	if i := l.index(source); i >= 0 {
-		l.observe(i, d, false, now)
+		l.observe(i, d, false, true, now)
 	}
 }
 
-func (l *Latency) observe(i int, d time.Duration, smooth bool, now time.Time) {
+// RaiseAt records that an attempt on source ran d without delivering, as
+// ObserveBoundAt does, into its EWMA alone: d does not join its samples. It
+// is for a lower bound that would read as a fast time in the quantiles — a
+// failure quicker than the source's answers says nothing of how long they
+// take — while its EWMA, which a bound can only raise, still hears it.
+func (l *Latency) RaiseAt(source string, d time.Duration, now time.Time) {
+	if i := l.index(source); i >= 0 {
+		l.observe(i, d, false, false, now)
+	}
+}
+
+func (l *Latency) observe(i int, d time.Duration, smooth, sample bool, now time.Time) {
 	if d < 0 {
 		d = 0
 	}
@@ -158,10 +169,13 @@ func (l *Latency) observe(i int, d time.Duration, smooth bool, now time.Time) {
 		s.cost = cur
 	}
 	s.stamp, s.measured = now, true
+	s.total++
+	if !sample {
+		return
+	}
 	s.samples[s.next] = d
 	s.next = (s.next + 1) % latencySamples
 	s.n = min(s.n+1, latencySamples)
-	s.total++
 }
 
 // decayed is the cost at now: it decays toward 0 with time constant tau

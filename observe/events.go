@@ -19,7 +19,10 @@ const (
 	// OutcomeCanceled: the caller's context ended the attempt (its
 	// cancellation or deadline); nothing is counted against the source.
 	OutcomeCanceled = "canceled"
-	// OutcomeAbandoned: the caller closed a stream before its end.
+	// OutcomeAbandoned: the caller closed a stream before its end; or a
+	// panic that went on to the caller (an observer's, or another attempt's
+	// of its hedge race) ended the call while the attempt ran, and the
+	// attempt was cut and given back, Released.
 	OutcomeAbandoned = "abandoned"
 	// OutcomeClosed: the gateway's Close ended the attempt; like a
 	// cancellation, nothing is counted against the source.
@@ -37,13 +40,17 @@ const (
 // stream (OutcomeAbandoned: how long the caller read), or by a hedge race
 // another attempt won (OutcomeHedgeLost: how long the race took). Such a
 // time is only a lower bound of the source's, and no figure of it at all
-// when the caller gave up early; observe/prom and observe/otel count these
-// attempts by outcome and leave their time out of their duration
-// histograms. A time to first chunk (AttemptRecord.FirstChunk) that was
+// when the caller gave up early. It is false too for an attempt that
+// panicked (OutcomePanic): its time says when the code it ran — the
+// caller's function, an SDK, an observer — broke, before or after a
+// request went out, nothing of the source. observe/prom and observe/otel
+// count these attempts by outcome and leave their time out of their
+// duration histograms, as the retry loop leaves it out of a source's
+// latency. A time to first chunk (AttemptRecord.FirstChunk) that was
 // reached is the source's whatever ended the attempt after it.
 func Measured(outcome string) bool {
 	switch outcome {
-	case OutcomeCanceled, OutcomeClosed, OutcomeAbandoned, OutcomeHedgeLost:
+	case OutcomeCanceled, OutcomeClosed, OutcomeAbandoned, OutcomeHedgeLost, OutcomePanic:
 		return false
 	}
 	return true

@@ -134,7 +134,8 @@ func (h *hold) firstChunk(l *Loop) {
 
 // noteLatency feeds an ended attempt to its source's latency: a success's
 // time (unless its first chunk was noted already), a failure's time as a
-// lower bound. Cancellations and caller errors say nothing about speed.
+// lower bound (boundSample). Cancellations, caller errors and panics say
+// nothing about speed.
 func (l *Loop) noteLatency(h *hold, outcome string) {
 	l.noteLatencyAt(h, outcome, l.clock.Now())
 }
@@ -149,21 +150,58 @@ func (l *Loop) noteLatencyAt(h *hold, outcome string, now time.Time) {
 	case observe.OutcomeSuccess:
 		l.adm.Latency().ObserveAt(h.ticket.Source, d, now)
 	case observe.OutcomeFailure, observe.OutcomeFatal, observe.OutcomeThrottle:
-		l.adm.Latency().ObserveBoundAt(h.ticket.Source, d, now)
+		if l.boundSample(h.ticket.Source, d) {
+			l.adm.Latency().ObserveBoundAt(h.ticket.Source, d, now)
+		} else {
+			l.adm.Latency().RaiseAt(h.ticket.Source, d, now)
+		}
 	}
 }
 
-// discarder is an attempt's value that holds the attempt's admission past
-// its return (a chat stream): a hedge that lost gives it back through
-// discard, Released, without reporting the call's end.
-type discarder interface {
-	discard()
+// boundSample reports whether a failure's time d on source — a lower bound
+// of the time the source would have taken to deliver — joins the source's
+// samples, or only raises its EWMA.
+//
+// The samples are read as times to first chunk: a quantile of them is the
+// adaptive hedge delay (and LatencyStats' P50 and P90). A bound at least as
+// long as the quantile the window is read at lies on the same side of it as
+// the true time it bounds, so as a sample it moves that quantile as the
+// true time would: a timeout, or a failure after a long wait, keeps the
+// slow tail in the window. A bound below it may stand for any time at all —
+// a 5xx or a 429 in 2 ms on a source whose answers take 800 ms says nothing
+// of how long they take — and as a sample it would read as a fast answer and
+// pull the hedge delay down, hedging every call of a source whose errors
+// come fast. It still raises the EWMA, which a bound can only raise. The
+// quantile is the hedge delay the source has now when the scope hedges (the
+// same line a lost attempt must have run past to count: a whole delay), the
+// 90th percentile otherwise; while the window has none (fewer than 20
+// samples and no fixed delay) a bound cannot be placed and joins nothing:
+// the window starts from answers. Only a failure pays for the reading.
+func (l *Loop) boundSample(source string, d time.Duration) bool {
+	var at time.Duration
+	var ok bool
+	if l.hedge != nil {
+		at, ok = l.hedge.delay(l.adm.Latency(), source)
+	} else {
+		at, ok = l.adm.Latency().Quantile(source, 0.9)
+	}
+	return ok && d >= at
 }
 
-// discard gives back a stream that lost a hedge race: it is closed, its
-// admission Released with the tokens it reported (none, usually), and its
-// attempt reported as lost. Nothing of it reaches the caller.
-func (s *Stream) discard() {
+// discarder is an attempt's value that holds the attempt's admission past
+// its return (a chat stream): an attempt whose race it did not win gives it
+// back through discard, Released, its attempt reported with outcome and err
+// (hedge_lost and nil for a race another attempt won; canceled, closed or
+// abandoned for one the call's end cut), without reporting the call's end.
+type discarder interface {
+	discard(outcome string, err error)
+}
+
+// discard gives back a stream whose hedge race it did not win: it is
+// closed, its admission Released with the tokens it reported (none,
+// usually), and its attempt reported with outcome and err. Nothing of it
+// reaches the caller.
+func (s *Stream) discard(outcome string, err error) {
 	s.ending.Lock()
 	defer s.ending.Unlock()
 	if !s.done.CompareAndSwap(false, true) {
@@ -177,7 +215,7 @@ func (s *Stream) discard() {
 		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
 		s.cancel()
 	}()
-	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
+	s.rep.end(outcome, err, usage)
 }
 
 // lostTokens is what a lost attempt is charged: what the upstream reported
@@ -208,8 +246,8 @@ type leg struct {
 	told   bool // its hedge event was reported (the race's goroutine only)
 	// outran: a hedge delay ran out while it was the race's newest
 	// attempt, so it ran at least that delay. ended: the outcome it is
-	// reported with when the call's ctx ended the race (canceled, closed);
-	// empty for a hedge lost. The race writes both before it declares the
+	// reported with when the call's end cut the race — its ctx (canceled,
+	// closed) or a panic (abandoned); empty for a hedge lost. The race writes both before it declares the
 	// leg lost, which orders them before the leg reads them.
 	outran bool
 	ended  string
@@ -279,7 +317,7 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	ended := false
 	defer func() {
 		if !ended {
-			abandonRace(ctx, legs, received, out)
+			abandonRace(ctx, l, legs, received, out)
 		}
 	}()
 	start := func(t *admission.Ticket, hedge bool) {
@@ -320,7 +358,8 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 	// lose cancels every leg but keep; legs still running give themselves
 	// back, and those that delivered meanwhile are drained and given back
 	// here, reported as by (a lost hedge when empty). Every hedge among
-	// them was wasted.
+	// them was wasted — or, when the call's end cut them (by is not
+	// empty), canceled: none delivered, and none lost to another.
 	lose := func(keep *leg, by string) {
 		pending := 0
 		for _, lg := range legs {
@@ -342,9 +381,13 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 			running--
 			giveBackLost(ctx, l, r)
 		}
+		event := observe.HedgeWasted
+		if by != "" {
+			event = observe.HedgeCanceled
+		}
 		for _, lg := range legs {
 			if lg != keep {
-				l.wasted(rep, lg, first.Source)
+				l.hedgeEnded(rep, lg, first.Source, event)
 			}
 		}
 	}
@@ -362,7 +405,10 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 			running--
 			received = append(received, r)
 			if r.hasPanic {
-				lose(r.leg, "")
+				// The panic ends the call: the other attempts are
+				// abandoned with it, lost to no other.
+				lose(r.leg, observe.OutcomeAbandoned)
+				l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeCanceled)
 				finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released})
 				panic(r.panicked)
 			}
@@ -395,12 +441,17 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 					by = r.outcome
 				}
 				lose(r.leg, by)
+				if by != "" {
+					l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeCanceled)
+				} else {
+					l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeWasted)
+				}
 				finishLeg(ctx, l, r, resultOf(r.class))
 				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
 			}
 			finishLeg(ctx, l, r, resultOf(r.class))
-			l.wasted(rep, r.leg, first.Source)
+			l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeWasted)
 			if running == 0 {
 				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
@@ -419,12 +470,21 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 
 // abandonRace gives back what a race that a panic ends holds (an
 // observer's on a hedge event, an attempt's raised again): every leg still
-// running is cancelled and gives itself back (as does every leg lost
-// before); every leg that delivered is given back here, Released, its stream discarded. Ticket.Done acts once,
-// so a leg given back already is left as it is. Nothing is reported: the
-// panic goes on to the caller.
-func abandonRace[T any](ctx context.Context, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
+// running is cancelled and gives itself back, reported abandoned (as does
+// every leg lost before, as it was reported); every leg that delivered and
+// was not received is given back here, reported abandoned; every leg
+// received is given back Released, its stream discarded (abandoned).
+// Ticket.Done acts once, and a stream is discarded once, so a leg given back
+// already is left as it is. No call's end is reported: the panic goes on to
+// the caller.
+func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
 	for _, lg := range legs {
+		if lg.state.Load() != legLost {
+			// Written before the leg is declared lost, as lose does; a
+			// leg lost before may be reading it (only the race declares
+			// a leg lost, so no other leg becomes lost meanwhile).
+			lg.ended = observe.OutcomeAbandoned
+		}
 		if lg.state.CompareAndSwap(legRunning, legLost) {
 			lg.cancel()
 			continue
@@ -434,13 +494,13 @@ func abandonRace[T any](ctx context.Context, legs []*leg, received []legResult[T
 			// channel holds every leg's result).
 			r := <-out
 			r.leg.got = true
-			received = append(received, r)
+			giveBackLost(ctx, l, r)
 		}
 	}
 	for _, r := range received {
 		if r.h.kept {
 			if d, ok := any(r.v).(discarder); ok {
-				d.discard()
+				d.discard(observe.OutcomeAbandoned, nil)
 				continue
 			}
 		}
@@ -489,11 +549,12 @@ func (l *Loop) fireHedge(ctx context.Context, rep *report, hc *hedgeCall, primar
 // Calls that start meanwhile are not waited for.
 func (l *Loop) WaitHedges() { l.legs.Wait() }
 
-// wasted reports a hedge leg that did not win, once.
-func (l *Loop) wasted(rep *report, lg *leg, primary string) {
+// hedgeEnded reports a hedge leg that did not win, once: wasted, or
+// canceled when the call's end cut it.
+func (l *Loop) hedgeEnded(rep *report, lg *leg, primary, event string) {
 	if lg.hedge && !lg.told {
 		lg.told = true
-		l.hedgeEvent(rep, observe.HedgeWasted, lg.t.Source, primary)
+		l.hedgeEvent(rep, event, lg.t.Source, primary)
 	}
 }
 
@@ -576,15 +637,15 @@ func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admissio
 // the source. A leg the call's ctx ended is reported as that end, and its
 // time, the caller's patience, says nothing of the source.
 func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
-	if r.h.kept {
-		if d, ok := any(r.v).(discarder); ok {
-			d.discard()
-			return
-		}
-	}
 	outcome, err := observe.OutcomeHedgeLost, error(nil)
 	if r.leg.ended != "" {
 		outcome, err = r.leg.ended, ctx.Err()
+	}
+	if r.h.kept {
+		if d, ok := any(r.v).(discarder); ok {
+			d.discard(outcome, err)
+			return
+		}
 	}
 	// A lost leg's time is a lower bound of its source's, and the latency
 	// window keeps plain samples: the quantile that is the adaptive hedge

@@ -44,6 +44,13 @@ func TestHedgeObserverPanicGivesBackEveryLeg(t *testing.T) {
 				assert.True(t, tr.stream("s2").closed.Load(), "the winner's stream, which never reached the caller, is closed")
 			}
 			assert.True(t, tr.stream("s1").closed.Load(), "the primary's stream is closed")
+			// The panic cut what the race had not decided: abandoned, as
+			// the call was. A primary the won hedge beat lost to it.
+			want := map[string]string{"s1": observe.OutcomeAbandoned}
+			if ev == observe.HedgeWon {
+				want = map[string]string{"s1": observe.OutcomeHedgeLost, "s2": observe.OutcomeAbandoned}
+			}
+			assert.Equal(t, want, e.outcomes())
 		})
 	}
 }

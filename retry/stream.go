@@ -362,11 +362,12 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	}
 }
 
-// discard gives back a stream that lost a hedge race: its items are closed,
-// its admission Released with the tokens it reported, its attempt reported
-// as lost. OnEnd does not run and the call's end is not reported: the
-// winner's stream does both. Nothing of it reaches the caller.
-func (s *ItemStream[T]) discard() {
+// discard gives back a stream whose hedge race it did not win: its items
+// are closed, its admission Released with the tokens it reported, its
+// attempt reported with outcome and err (discarder). OnEnd does not run and
+// the call's end is not reported: the winner's stream does both, or the
+// call's end. Nothing of it reaches the caller.
+func (s *ItemStream[T]) discard(outcome string, err error) {
 	s.ending.Lock()
 	defer s.ending.Unlock()
 	if !s.done.CompareAndSwap(false, true) {
@@ -378,7 +379,7 @@ func (s *ItemStream[T]) discard() {
 		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
 		s.cancel()
 	}()
-	s.rep.end(observe.OutcomeHedgeLost, nil, usage)
+	s.rep.end(outcome, err, usage)
 }
 
 // closeItems closes the inner stream once.

@@ -85,3 +85,23 @@ func TestACutShortAttemptsTimeJoinsNoDurationHistogram(t *testing.T) {
 		})
 	}
 }
+
+// An attempt that panicked is counted by its outcome, but its time joins no
+// duration histogram: it says when the caller's function broke, not how
+// long the source takes.
+func TestAPanickedAttemptsTimeJoinsNoDurationHistogram(t *testing.T) {
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":             "RERANK",
+		"RERANK__SOURCES":        "fast",
+		"RERANK__FAST__BASE_URL": "https://rerank.example:8443/v1",
+	})
+	func() {
+		defer func() { assert.NotNil(t, recover(), "the panic goes on to the caller") }()
+		_, _ = pgw.Call(context.Background(), r.gw, "RERANK", func(context.Context, pgw.Source) (int, pgw.Usage, error) {
+			panic("caller bug")
+		})
+	}()
+	m := r.metrics(t)
+	assert.Equal(t, int64(1), outcomeCount(m, pgw.OutcomePanic), "counted by its outcome")
+	assert.Zero(t, histogramCount(m, "pgw_attempt_duration_seconds"))
+}

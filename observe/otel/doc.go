@@ -89,7 +89,8 @@
 // So is the time of an attempt its caller's context or the gateway's Close
 // ended (canceled, closed) and of a stream its caller closed before its end
 // (abandoned), as observe.Measured tells: it says how long the caller
-// waited or read. pgw_attempts_total counts each by its outcome, its span
+// waited or read; and of an attempt that panicked (panic): it says when the
+// code it ran broke. pgw_attempts_total counts each by its outcome, its span
 // keeps its time, gen_ai.client.token.usage its tokens, and
 // gen_ai.client.operation.time_to_first_chunk its first chunk when one came
 // — that time is the source's.

@@ -12,10 +12,10 @@ import (
 // Hedging's event and attributes on the call's span.
 const (
 	// EventHedge is an event of the call's span for each hedging event of
-	// the call: a hedge fired, won or wasted, or one that was due but
-	// skipped.
+	// the call: a hedge fired, won, wasted or canceled (the call ended
+	// first), or one that was due but skipped.
 	EventHedge = "pgw.hedge"
-	// AttrHedgeOutcome is the event's kind: fired, won, wasted,
+	// AttrHedgeOutcome is the event's kind: fired, won, wasted, canceled,
 	// skipped_budget or skipped_no_source (observe.Hedge…). The event's
 	// AttrSource is the hedge attempt's source, absent for a skipped one.
 	AttrHedgeOutcome = attribute.Key("pgw.hedge.outcome")

@@ -177,14 +177,14 @@ func (ob *Observer) instruments(m metric.Meter) {
 	ob.inFlight, _ = m.Int64UpDownCounter("pgw_in_flight",
 		metric.WithDescription("Attempts running."))
 	ob.attemptDur, _ = m.Float64Histogram("pgw_attempt_duration_seconds",
-		metric.WithDescription("Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out."), metric.WithUnit("s"),
+		metric.WithDescription("Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) and those that panicked are left out."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(AttemptBuckets...))
 	ob.waitDur, _ = m.Float64Histogram("pgw_wait_duration_seconds",
 		metric.WithDescription("Time calls waited for a runnable source."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(WaitBuckets...))
 	ob.adv.instruments(m)
 	ob.hedges, _ = m.Int64Counter("pgw_hedges_total",
-		metric.WithDescription("Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge)."))
+		metric.WithDescription("Hedging events by event: fired, won, wasted, canceled (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge)."))
 }
 
 // Enabled reports whether the observer records anything now: false while
@@ -227,8 +227,9 @@ func (ob *Observer) ObserveAttemptStart(e observe.AttemptStart) {
 
 // ObserveAttempt counts the attempt by outcome, records its latency (not
 // that of an attempt cut short before its source answered — cancelled,
-// closed, abandoned, or that lost a hedge race: observe.Measured — as
-// observe/prom leaves it out) and takes it out of flight.
+// closed, abandoned, or that lost a hedge race — nor of one that panicked:
+// observe.Measured — as observe/prom leaves it out) and takes it out of
+// flight.
 func (ob *Observer) ObserveAttempt(e observe.AttemptRecord) {
 	ctx := context.Background()
 	ss := ob.sets.get(e.Scope, e.Source, "", "")

@@ -255,8 +255,8 @@ func (ob *Observer) EndAttempt(ctx context.Context, e observe.AttemptRecord) {
 	}
 	// An operation cut short is no completed one: a lost hedge race's time
 	// is the race's, a cancelled, closed or abandoned one's how long its
-	// caller waited or read — none is the source's (their tokens were spent
-	// all the same). A first chunk that came is the source's, whatever
+	// caller waited or read, a panicked one's when its code broke — none is
+	// the source's (their tokens were spent all the same). A first chunk that came is the source's, whatever
 	// ended the attempt after it; a lost hedge's is left out with the rest
 	// of it.
 	if observe.Measured(e.Outcome) {

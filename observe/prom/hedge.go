@@ -11,7 +11,7 @@ var _ observe.HedgeObserver = (*Collector)(nil)
 func newHedges(constLabels prometheus.Labels) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "pgw_hedges_total",
-		Help:        "Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge).",
+		Help:        "Hedging events by event: fired, won, wasted, canceled (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge).",
 		ConstLabels: constLabels,
 	}, []string{"scope", "source", "event"})
 }

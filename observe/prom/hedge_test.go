@@ -27,7 +27,7 @@ func TestHedgesAreCountedBySourceAndEvent(t *testing.T) {
 	}
 	a.Close()
 	want := `
-# HELP pgw_hedges_total Hedging events by event: fired, won, wasted (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge).
+# HELP pgw_hedges_total Hedging events by event: fired, won, wasted, canceled (source: the hedge's), skipped_budget, skipped_no_source (source: the attempt that was due a hedge).
 # TYPE pgw_hedges_total counter
 pgw_hedges_total{event="fired",scope="CHAT",source="s2"} 2
 pgw_hedges_total{event="skipped_budget",scope="CHAT",source="s1"} 1
@@ -47,7 +47,7 @@ func TestALostHedgesTimeStaysOutOfTheAttemptDuration(t *testing.T) {
 	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s2", Outcome: observe.OutcomeSuccess, Latency: 300 * time.Millisecond})
 	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomeHedgeLost, Latency: 2 * time.Second})
 	want := `
-# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) and those that panicked are left out.
 # TYPE pgw_attempt_duration_seconds histogram
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s2",le="1"} 1
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s2",le="+Inf"} 1
@@ -74,7 +74,7 @@ func TestACutShortAttemptsTimeStaysOutOfTheAttemptDuration(t *testing.T) {
 	c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s1"})
 	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomeFailure, Latency: 500 * time.Millisecond})
 	want := `
-# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) and those that panicked are left out.
 # TYPE pgw_attempt_duration_seconds histogram
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="1"} 1
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="+Inf"} 1
@@ -92,4 +92,28 @@ pgw_in_flight{scope="CHAT",source="s1"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"pgw_attempt_duration_seconds", "pgw_attempts_total", "pgw_in_flight"))
+}
+
+// An attempt that panicked is counted by its outcome, but its time stays
+// out of pgw_attempt_duration_seconds: it says when the code it ran broke,
+// not how long the source takes.
+func TestAPanickedAttemptsTimeStaysOutOfTheAttemptDuration(t *testing.T) {
+	c := prom.New(prom.WithAttemptBuckets([]float64{1}))
+	c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s1"})
+	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomePanic, Latency: 2 * time.Millisecond})
+	c.ObserveAttemptStart(observe.AttemptStart{Scope: "CHAT", Source: "s1"})
+	c.ObserveAttempt(observe.AttemptRecord{Scope: "CHAT", Source: "s1", Outcome: observe.OutcomeSuccess, Latency: 500 * time.Millisecond})
+	want := `
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) and those that panicked are left out.
+# TYPE pgw_attempt_duration_seconds histogram
+pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="1"} 1
+pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="+Inf"} 1
+pgw_attempt_duration_seconds_sum{scope="CHAT",source="s1"} 0.5
+pgw_attempt_duration_seconds_count{scope="CHAT",source="s1"} 1
+# HELP pgw_attempts_total Finished attempts of governed calls, by outcome.
+# TYPE pgw_attempts_total counter
+pgw_attempts_total{outcome="panic",scope="CHAT",source="s1"} 1
+pgw_attempts_total{outcome="success",scope="CHAT",source="s1"} 1
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "pgw_attempt_duration_seconds", "pgw_attempts_total"))
 }

@@ -33,8 +33,9 @@
 // delivered, so its time says how long the race took), one its caller's
 // context or the gateway's Close ended (canceled, closed: its time says how
 // long the caller waited), and a stream its caller closed before its end
-// (abandoned: how long the caller read). pgw_attempts_total counts each by
-// its outcome.
+// (abandoned: how long the caller read); nor the time of an attempt that
+// panicked (panic: when the code it ran broke). pgw_attempts_total counts
+// each by its outcome.
 //
 // There is no call duration histogram: a call's time is its waits,
 // backoffs and attempts together, which pgw_wait_duration_seconds and
@@ -139,7 +140,7 @@ func New(opts ...Option) *Collector {
 			Name: "pgw_in_flight", Help: "Attempts running.", ConstLabels: o.constLabels,
 		}, []string{"scope", "source"}),
 		attemptDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "pgw_attempt_duration_seconds", Help: "Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.", Buckets: o.attemptBuckets, ConstLabels: o.constLabels,
+			Name: "pgw_attempt_duration_seconds", Help: "Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) and those that panicked are left out.", Buckets: o.attemptBuckets, ConstLabels: o.constLabels,
 		}, []string{"scope", "source"}),
 		waitDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pgw_wait_duration_seconds", Help: "Time calls waited for a runnable source.", Buckets: o.waitBuckets, ConstLabels: o.constLabels,
@@ -225,8 +226,8 @@ func (c *Collector) ObserveAttemptStart(e observe.AttemptStart) {
 
 // ObserveAttempt counts the attempt by outcome, records its latency (not
 // that of an attempt cut short before its source answered — cancelled,
-// closed, abandoned, or that lost a hedge race: observe.Measured) and takes
-// it out of flight.
+// closed, abandoned, or that lost a hedge race — nor of one that panicked:
+// observe.Measured) and takes it out of flight.
 func (c *Collector) ObserveAttempt(e observe.AttemptRecord) {
 	c.attempts.WithLabelValues(e.Scope, e.Source, e.Outcome).Inc()
 	if observe.Measured(e.Outcome) {

@@ -127,7 +127,7 @@ pgw_in_flight{scope="CHAT",source="s2"} 0
 		"pgw_breaker_state", "pgw_breaker_forced", "pgw_in_flight"))
 
 	hist := `
-# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) are left out.
+# HELP pgw_attempt_duration_seconds Attempt latency (a chat stream: until it ended); attempts cut short (cancelled, closed, abandoned, or that lost a hedge race) and those that panicked are left out.
 # TYPE pgw_attempt_duration_seconds histogram
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="0.05"} 0
 pgw_attempt_duration_seconds_bucket{scope="CHAT",source="s1",le="0.1"} 1
