@@ -24,15 +24,7 @@ func TestHedgeTheLosersTimeIsALowerBoundOfItsSourcesLatency(t *testing.T) {
 	e := newHedgeEnv(t, nil)
 	tr := newGatedChat("s1", "s2")
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := make(chan error, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		if err == nil {
-			drain(t, s)
-			err = s.Close()
-		}
-		done <- err
-	}()
+	done := readHedged(t, chat)
 	require.Equal(t, "s1", <-tr.opened)
 	e.clk.Advance(time.Second)
 	e.timer.fire(t)
@@ -67,15 +59,7 @@ func TestHedgeAHedgeThatLostEarlyIsNoLatencySample(t *testing.T) {
 	e := newHedgeEnv(t, nil)
 	tr := newGatedChat("s1", "s2")
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := make(chan error, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		if err == nil {
-			drain(t, s)
-			err = s.Close()
-		}
-		done <- err
-	}()
+	done := readHedged(t, chat)
 	require.Equal(t, "s1", <-tr.opened)
 	e.clk.Advance(time.Second)
 	e.timer.fire(t)
@@ -101,11 +85,7 @@ func TestHedgeACanceledRaceIsCanceledNotLostAndNoLatency(t *testing.T) {
 	tr := newGatedChat("s1", "s2")
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		done <- err
-	}()
+	done := openHedged(ctx, chat)
 	<-tr.opened
 	e.clk.Advance(time.Second)
 	e.timer.fire(t)

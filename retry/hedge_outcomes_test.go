@@ -25,11 +25,7 @@ func TestHedgeACanceledRaceReportsItsLateStreamAndItsHedgeCanceled(t *testing.T)
 	tr.deaf["s2"] = true
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		done <- err
-	}()
+	done := openHedged(ctx, chat)
 	require.Equal(t, "s1", <-tr.opened)
 	e.clk.Advance(time.Second)
 	e.timer.fire(t)
@@ -54,11 +50,7 @@ func TestHedgeACanceledHedgeAttemptIsReportedCanceled(t *testing.T) {
 	tr.deaf["s1"] = true
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		done <- err
-	}()
+	done := openHedged(ctx, chat)
 	require.Equal(t, "s1", <-tr.opened)
 	e.timer.fire(t)
 	require.Equal(t, "s2", <-tr.opened)

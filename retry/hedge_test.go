@@ -447,11 +447,7 @@ func TestHedgeCanceledCallGivesBackEveryAttempt(t *testing.T) {
 	tr := newGatedChat("s1", "s2")
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		done <- err
-	}()
+	done := openHedged(ctx, chat)
 	<-tr.opened
 	e.timer.fire(t)
 	<-tr.opened
@@ -612,4 +608,30 @@ func TestHedgeEmbedSubBatchesAndOCRPagesEachHedge(t *testing.T) {
 	ev := e.hedgeEvents()
 	assert.Len(t, ev, 8, "fired and won for each of 2 sub-batches and 2 pages: %v", ev)
 	assert.Equal(t, []int64{0, 0, 0, 0}, e.settles.of("s1"))
+}
+
+// openHedged opens a stream of hiRequest on chat on a goroutine of its own
+// and delivers the error it ended with (the stream is dropped).
+func openHedged(ctx context.Context, chat *retry.Chat) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := chat.Stream(ctx, transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
+		done <- err
+	}()
+	return done
+}
+
+// readHedged opens a stream of hiRequest on chat on a goroutine of its own,
+// reads it whole and closes it, and delivers the first error.
+func readHedged(t *testing.T, chat *retry.Chat) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
+		if err == nil {
+			drain(t, s)
+			err = s.Close()
+		}
+		done <- err
+	}()
+	return done
 }
