@@ -2,6 +2,7 @@ package retry
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -189,6 +190,41 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// redactedSourceError returns err, an error of src that pgw hands on as it
+// is (the Close of a stream), with what sourceHTTPError redacts redacted:
+// src's credentials, what err's request carried, echoed credential headers,
+// in its text and in its HTTPError's Message. errors.As still reaches err.
+// err itself when it shows none.
+func redactedSourceError(err error, src config.Source) error {
+	if err == nil {
+		return nil
+	}
+	creds := provider.Credentials(src)
+	var d error
+	var ok bool
+	var he HTTPStatusError
+	if errors.As(err, &he) {
+		d, ok = redactedMessageOf(err, he, creds)
+	} else {
+		d, ok = redactedOf(err, creds)
+	}
+	if ok {
+		return d
+	}
+	return err
+}
+
+// redactedPanic returns what pgw logs of a panic value p of an attempt of
+// src: its text with src's credentials, what the request of a panic error
+// carried, and echoed credential headers redacted.
+func redactedPanic(p any, src config.Source) string {
+	creds := provider.Credentials(src)
+	if err, ok := p.(error); ok {
+		creds = sdkCredentials(err, creds)
+	}
+	return provider.RedactText(fmt.Sprint(p), creds)
+}
 
 // redactedMessageOf redacts the Message of he, the HTTPError (pgw's, or
 // any other pointer to a struct with a string field Message) in err's chain:
