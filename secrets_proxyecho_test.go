@@ -79,3 +79,21 @@ func TestTransportsShowNoEchoedProxyKey(t *testing.T) {
 		}
 	}
 }
+
+// An error event after content, passed on to the SDK as the upstream sent
+// it, shows no key a proxy echoed in it either.
+func TestHTTPClientStreamErrorEventShowsNoEchoedProxyKey(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", chunkHello)
+		fmt.Fprintf(w, "data: {\"error\":{\"message\":\"proxy saw x-api-key: %s\",\"type\":\"server_error\"}}\n\n", proxyKey)
+	}))
+	t.Cleanup(up.Close)
+	gw, rec, logs := echoedGateway(t, up.URL)
+	resp := post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(true))
+	body := readBody(t, resp)
+	require.Contains(t, body, "Hello")
+	assert.Contains(t, body, "proxy saw x-api-key: [redacted]")
+	assert.NotContains(t, body, proxyKey)
+	requireCleanRecords(t, rec, logs)
+}
