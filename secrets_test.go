@@ -122,7 +122,8 @@ func TestNoSecretInAnyMessage(t *testing.T) {
 
 // A Call function's error may quote what it sent — the SDK's request URL
 // with the source's query, an echoed header with its key. The attempt's
-// Debug log line shows neither; the caller gets its error unchanged.
+// Debug log line shows neither; nor does the error the caller gets, whose
+// HTTPError keeps its status and the rest of its Message.
 func TestACallFunctionsErrorIsLoggedWithoutTheSourcesCredentials(t *testing.T) {
 	const key, token = "sk-live-0123456789", "tok-9876543210"
 	up := testutil.NewUpstream(t)
@@ -143,7 +144,12 @@ func TestACallFunctionsErrorIsLoggedWithoutTheSourcesCredentials(t *testing.T) {
 		return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: 401, Message: sdkErr.Error()}
 	})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), key, "the caller's own error is returned as it was")
+	assert.NotContains(t, err.Error(), key)
+	assert.NotContains(t, err.Error(), token)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, 401, he.StatusCode)
+	assert.Contains(t, he.Message, "401 Unauthorized: invalid key [redacted]")
 	require.Contains(t, logs.String(), "pgw: attempt", "the attempt was logged")
 	assert.NotContains(t, logs.String(), key)
 	assert.NotContains(t, logs.String(), token)

@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -64,4 +65,45 @@ func TestURLCredentialsReadTheQueryAndThePassword(t *testing.T) {
 func TestRedactTextRedactsKnownAndEchoedCredentials(t *testing.T) {
 	got := provider.RedactText(`POST "https://h/v1?k=sk-known-1": 401 {"x-api-key":"px-unknown-2"}`, []string{"sk-known-1"})
 	assert.Equal(t, `POST "https://h/v1?k=[redacted]": 401 {"x-api-key":"[redacted]"}`, got)
+}
+
+// Go's print of an http.Header lists each value in brackets: the value is
+// redacted all the same, and a value redacted already is left alone.
+func TestRedactAuthEchoReadsAHeaderAsGoPrintsIt(t *testing.T) {
+	assert.Equal(t, "map[Authorization:[Bearer [redacted]] X-Api-Key:[[redacted]]]",
+		provider.RedactAuthEcho("map[Authorization:[Bearer px-1234567] X-Api-Key:[px-7654321]]"))
+	assert.Equal(t, "X-Api-Key:[[redacted]]", provider.RedactAuthEcho("X-Api-Key:[[redacted]]"))
+	assert.Equal(t, "Authorization: [redacted]", provider.RedactAuthEcho("Authorization: [redacted]"))
+}
+
+// An error body that echoes credential headers pgw does not know: JSON
+// stays valid JSON — a member named as a credential header loses its
+// value (a string, a number, an array's strings), a string that shows one
+// is redacted as decoded — and text is redacted as RedactAuthEcho does. A
+// body that echoes nothing is returned as it is.
+func TestRedactAuthEchoBodyKeepsJSONValid(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"error":{"message":"bad","headers":{"Authorization":["Bearer px-1234567"],"X-Api-Key":["px-7654321"]}}}`,
+			`{"error":{"message":"bad","headers":{"Authorization":["Bearer [redacted]"],"X-Api-Key":["[redacted]"]}}}`},
+		{`{"x-api-key": "px-7654321", "api_key": 123456789, "apikey": null}`,
+			`{"x-api-key": "[redacted]", "api_key": "[redacted]", "apikey": null}`},
+		{`{"x-api-key":"\u0070x-7654321"}`, `{"x-api-key":"[redacted]"}`},
+		{`{"error":{"message":"proxy saw Authorization: Bearer \u0070x-1234567"}}`,
+			`{"error":{"message":"proxy saw Authorization: Bearer [redacted]"}}`},
+		{`{"error":{"message":"saw {\"x-api-key\": \"px-7654321\"}"}}`, `{"error":{"message":"saw {\"x-api-key\": \"[redacted]\"}"}}`},
+		{"<html>Authorization: Bearer px-1234567</html>", "<html>Authorization: Bearer [redacted]</html>"},
+		{`{"error":{"message":"the x-api-key header is invalid","code":"invalid_api_key"}}`,
+			`{"error":{"message":"the x-api-key header is invalid","code":"invalid_api_key"}}`},
+	}
+	for _, c := range cases {
+		got := provider.RedactAuthEchoBody([]byte(c.in))
+		assert.Equal(t, c.want, string(got), c.in)
+		if c.in[0] == '{' {
+			assert.True(t, json.Valid(got), c.in)
+		}
+	}
+	cut := []byte(`{"error":{"message":"saw x-api-key: px-7654321 and more`)
+	assert.Equal(t, `{"error":{"message":"saw x-api-key: [redacted] and more`, string(provider.RedactAuthEchoBody(cut)))
+	clean := []byte(`{"error":{"message":"model not found"}}`)
+	assert.Same(t, &clean[0], &provider.RedactAuthEchoBody(clean)[0], "a body that echoes nothing is not copied")
 }

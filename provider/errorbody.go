@@ -302,14 +302,15 @@ func (e ErrorBody) Text() string {
 	return e.Message + " (" + tag + ")"
 }
 
-// sanitize redacts secrets (the longer first), folds whitespace (an HTML
+// sanitize redacts secrets (the longer first) and every echoed credential
+// header (RedactAuthEcho), folds whitespace (an HTML
 // page becomes one line) and cuts the result to maxMessage bytes on a rune
 // boundary.
 func sanitize(msg string, secrets []string) string {
 	for _, s := range secrets {
 		msg = strings.ReplaceAll(msg, s, Redacted)
 	}
-	msg = strings.Join(strings.Fields(msg), " ")
+	msg = RedactAuthEcho(strings.Join(strings.Fields(msg), " "))
 	if len(msg) > maxMessage {
 		cut := maxMessage
 		for cut > 0 && !utf8.RuneStart(msg[cut]) {

@@ -8,7 +8,9 @@ import (
 )
 
 // ReadErrorBody reads at most MaxErrorBody of an error answer's body r and
-// returns it with creds (Credentials) redacted (RedactCredentials). When the
+// returns it with creds (Credentials) redacted (RedactCredentials), and with
+// every credential header it echoes (RedactAuthEchoBody): a proxy's key pgw
+// does not know shows in neither; a JSON body stays JSON. When the
 // body is longer, the cut leaves no part of a credential behind: a
 // credential that straddles it would otherwise show its first bytes, which
 // no whole-credential replacement finds. The tail that begins one of creds
@@ -20,7 +22,7 @@ func ReadErrorBody(r io.Reader, creds []string) []byte {
 	if len(b) > MaxErrorBody {
 		b = cutClean(b[:MaxErrorBody], creds)
 	}
-	return RedactCredentials(b, creds)
+	return RedactAuthEchoBody(RedactCredentials(b, creds))
 }
 
 // cutClean returns b, the head of a longer body, without the tail that

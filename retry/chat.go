@@ -300,12 +300,13 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 // as Released: an abandoned answer says nothing about the source. A stream
 // closed once its ctx has ended (the caller's cancellation or deadline, or
 // the gateway's Close) is recorded as that end, not as abandoned. The
-// transport's stream is closed once; every Close returns what that one did.
+// transport's stream is closed once; every Close returns what that one did,
+// without a credential (redactedSourceError).
 func (s *Stream) Close() error {
 	s.closing.Store(true)
 	s.closeOnce.Do(func() {
 		if s.st != nil {
-			s.closeErr = s.st.Close()
+			s.closeErr = redactedSourceError(s.st.Close(), s.src)
 		}
 	})
 	outcome := observe.OutcomeAbandoned

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -582,7 +581,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		// The race is over for this leg.
 		if r.hasPanic {
 			l.log.Warn("pgw: an attempt that lost a hedge race panicked; the panic is dropped",
-				"scope", l.scope, "source", lg.t.Source, "panic", fmt.Sprint(r.panicked))
+				"scope", l.scope, "source", lg.t.Source, "panic", redactedPanic(r.panicked, src))
 		}
 		giveBackLost(ctx, l, r)
 	}()

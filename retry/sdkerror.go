@@ -2,6 +2,7 @@ package retry
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -106,14 +107,19 @@ func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error
 // credentials (provider.Credentials) is redacted from the description and
 // from the text. An SDK's error that carries no status (a transport error
 // naming the request's URL, an error event of a stream) is returned as
-// a redactedError when its text shows a credential; ok is false when err
-// needs neither.
+// a redactedError when its text shows a credential; an error that holds an
+// HTTPError already is not described, but its Message is redacted when it
+// shows a credential (redactedMessageOf). ok is false when err needs
+// nothing.
 func sourceHTTPError(err error, src config.Source, now time.Time) (error, bool) {
-	var he HTTPStatusError // pgw's own HTTPError: described and redacted already
-	if err == nil || errors.As(err, &he) {
+	if err == nil {
 		return nil, false
 	}
 	creds := provider.Credentials(src)
+	var he HTTPStatusError // an HTTPError: described already, its Message perhaps not redacted
+	if errors.As(err, &he) {
+		return redactedMessageOf(err, he, creds)
+	}
 	if d, ok := asHTTPError(err, src.Provider, creds, now); ok {
 		return d, true
 	}
@@ -185,10 +191,95 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
+// redactedSourceError returns err, an error of src that pgw hands on as it
+// is (the Close of a stream), with what sourceHTTPError redacts redacted:
+// src's credentials, what err's request carried, echoed credential headers,
+// in its text and in its HTTPError's Message. errors.As still reaches err.
+// err itself when it shows none.
+func redactedSourceError(err error, src config.Source) error {
+	if err == nil {
+		return nil
+	}
+	creds := provider.Credentials(src)
+	var d error
+	var ok bool
+	var he HTTPStatusError
+	if errors.As(err, &he) {
+		d, ok = redactedMessageOf(err, he, creds)
+	} else {
+		d, ok = redactedOf(err, creds)
+	}
+	if ok {
+		return d
+	}
+	return err
+}
+
+// redactedPanic returns what pgw logs of a panic value p of an attempt of
+// src: its text with src's credentials, what the request of a panic error
+// carried, and echoed credential headers redacted.
+func redactedPanic(p any, src config.Source) string {
+	creds := provider.Credentials(src)
+	if err, ok := p.(error); ok {
+		creds = sdkCredentials(err, creds)
+	}
+	return provider.RedactText(fmt.Sprint(p), creds)
+}
+
+// redactedMessageOf redacts the Message of he, the HTTPError (pgw's, or
+// any other pointer to a struct with a string field Message) in err's chain:
+// a Call function or a custom transport that builds one itself may copy an
+// SDK's or an upstream's text into it, credentials and all. When the Message
+// shows one of creds, of what err's request carried (sdkCredentials) or an
+// echoed credential header (provider.RedactText), the result is a copy of he
+// with the Message redacted — err itself when he is err, else err with its
+// text redacted, errors.As reaching the copy first. ok is false when the
+// Message shows none: the error is returned as it is.
+func redactedMessageOf(err error, he HTTPStatusError, creds []string) (error, bool) {
+	v := reflect.ValueOf(he)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	if f, ok := v.Elem().Type().FieldByName("Message"); !ok || !f.IsExported() {
+		return nil, false
+	}
+	msg := v.Elem().FieldByName("Message")
+	if msg.Kind() != reflect.String || msg.String() == "" {
+		return nil, false
+	}
+	creds = sdkCredentials(err, creds)
+	red := provider.RedactText(msg.String(), creds)
+	if red == msg.String() {
+		return nil, false
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	cp.Elem().FieldByName("Message").SetString(red)
+	d, ok := cp.Interface().(error)
+	if !ok {
+		return nil, false
+	}
+	if error(he) == err {
+		return d, true
+	}
+	return &redactedHTTPError{desc: d, err: err, text: provider.RedactText(err.Error(), creds)}, true
+}
+
+// redactedHTTPError is an error whose chain holds an HTTPError with a
+// credential in its Message: its text redacted, and the HTTPError's
+// redacted copy desc found first by errors.As.
+type redactedHTTPError struct {
+	desc error
+	err  error
+	text string
+}
+
+func (e *redactedHTTPError) Error() string   { return e.text }
+func (e *redactedHTTPError) Unwrap() []error { return []error{e.desc, e.err} }
+
 // redactedOf returns err as a redactedError when its text shows one of
-// creds or of what its request carried (sdkCredentials). pgw's own
-// HTTPError is left alone: pgw built its message redacted, or the caller
-// wrote it.
+// creds or of what its request carried (sdkCredentials). An error that
+// holds an HTTPError is left to redactedMessageOf.
 func redactedOf(err error, creds []string) (error, bool) {
 	var he HTTPStatusError
 	if errors.As(err, &he) {

@@ -382,8 +382,9 @@ func (s *ItemStream[T]) discard(outcome string, err error) {
 	s.rep.end(outcome, err, usage)
 }
 
-// closeItems closes the inner stream once.
+// closeItems closes the inner stream once; its error shows no credential
+// (redactedSourceError).
 func (s *ItemStream[T]) closeItems() error {
-	s.closeOnce.Do(func() { s.closeErr = s.items.Close() })
+	s.closeOnce.Do(func() { s.closeErr = redactedSourceError(s.items.Close(), s.src) })
 	return s.closeErr
 }

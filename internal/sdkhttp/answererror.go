@@ -13,7 +13,8 @@ var errorKey = []byte(`"error"`)
 // AnswerError reads a whole 2xx JSON answer of src that may carry an error,
 // as some OpenAI-compatible servers send one with status 200. When its top
 // level holds an "error" that is not null, raw is returned with src's
-// Credentials redacted (it is JSON still), and, unless the answer names a
+// Credentials and every echoed credential header redacted
+// (provider.RedactAuthEchoBody; it is JSON still), and, unless the answer names a
 // resource by an "object" field, the failure that error reports, as an
 // error event of a stream does: a fine-tuning job or a background response
 // says in "error" how it failed, and is an answer all the same. Any other
@@ -31,7 +32,7 @@ func AnswerError(raw []byte, src config.Source) ([]byte, error) {
 		return raw, nil
 	}
 	creds := provider.Credentials(src)
-	raw = provider.RedactCredentials(raw, creds)
+	raw = provider.RedactAuthEchoBody(provider.RedactCredentials(raw, creds))
 	if present(top.Object) {
 		return raw, nil
 	}

@@ -233,7 +233,8 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 	return it
 }
 
-// redactEvent redacts creds from a raw event line by line, each data
+// redactEvent redacts creds, and every echoed credential header
+// (provider.RedactAuthEchoBody), from a raw event line by line, each data
 // line's payload on its own: one that is JSON stays JSON for the SDK that
 // parses it (provider.RedactCredentials).
 func redactEvent(raw []byte, creds []string) []byte {
@@ -253,7 +254,7 @@ func redactEvent(raw []byte, creds []string) []byte {
 			}
 		}
 		out = append(out, body[:head]...)
-		out = append(out, provider.RedactCredentials(body[head:], creds)...)
+		out = append(out, provider.RedactAuthEchoBody(provider.RedactCredentials(body[head:], creds))...)
 		out = append(out, line[len(body):]...)
 	}
 	return out
