@@ -69,6 +69,9 @@ func (p *pauseWatch) note(due, woke time.Time) {
 
 // within is how much of [from, to) the process spent in pauses.
 func (p *pauseWatch) within(from, to time.Time) time.Duration {
+	if p == nil {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var d time.Duration

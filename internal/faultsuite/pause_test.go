@@ -37,3 +37,13 @@ func TestPauseWatchSeesNoPauseInARunningProcess(t *testing.T) {
 	assert.Zero(t, p.within(t0, t0.Add(time.Second)))
 	assert.Zero(t, p.longest())
 }
+
+// A call's stall bound leaves out only the pauses that surely fell outside
+// its attempts: as much as could have fallen inside them is not excused.
+func TestPausedOutsideLeavesThePausesAttemptsCouldHoldInTheStall(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	assert.Equal(t, ms(400), pausedOutside(ms(500), ms(100)))
+	assert.Zero(t, pausedOutside(ms(100), ms(500)), "the attempts could hold every pause")
+	assert.Zero(t, pausedOutside(0, ms(50)))
+	assert.Equal(t, ms(300), pausedOutside(ms(300), 0), "a call with no attempt: every pause is outside")
+}
