@@ -242,6 +242,18 @@ func TestTheLastAttemptWrappersShowAnSDKErrorWithoutCredentials(t *testing.T) {
 	}
 }
 
+// requireRedactedSDKError checks err, the error a governed call returned
+// for an SDK's failure: its text shows no secret and keeps the upstream's
+// message, errors.As still reaches the SDK's own error, and the records and
+// logs are clean.
+func requireRedactedSDKError(t *testing.T, kind string, err error, rec *recorder, logs *syncBuffer) {
+	t.Helper()
+	requireNoSecretIn(t, "err.Error()", err.Error())
+	assert.Contains(t, err.Error(), upstreamMsg)
+	requireSDKErrorReached(t, kind, err)
+	requireCleanRecords(t, rec, logs)
+}
+
 // sdkEmbedder is an embedding transport built on an SDK: a batch holding
 // "bad" fails with the SDK's error.
 type sdkEmbedder struct {
@@ -327,10 +339,7 @@ func TestCallStreamReturnsAnSDKErrorWithoutCredentials(t *testing.T) {
 					require.NotErrorIs(t, err, io.EOF)
 				}
 				require.Error(t, err)
-				requireNoSecretIn(t, "err.Error()", err.Error())
-				assert.Contains(t, err.Error(), upstreamMsg)
-				requireSDKErrorReached(t, kind, err)
-				requireCleanRecords(t, rec, logs)
+				requireRedactedSDKError(t, kind, err, rec, logs)
 			})
 		}
 	}
@@ -376,10 +385,7 @@ func TestAChatStreamCutByAnSDKErrorShowsNoCredential(t *testing.T) {
 			require.Equal(t, "Hello", ch.Delta)
 			_, err = st.Recv()
 			require.Error(t, err)
-			requireNoSecretIn(t, "err.Error()", err.Error())
-			assert.Contains(t, err.Error(), upstreamMsg)
-			requireSDKErrorReached(t, kind, err)
-			requireCleanRecords(t, rec, logs)
+			requireRedactedSDKError(t, kind, err, rec, logs)
 		})
 	}
 }
@@ -425,10 +431,7 @@ func TestAHedgedCallReturnsAnSDKErrorWithoutCredentials(t *testing.T) {
 	})
 	require.Error(t, err)
 	require.NoError(t, ctx.Err(), "the hedge started")
-	requireNoSecretIn(t, "err.Error()", err.Error())
-	assert.Contains(t, err.Error(), upstreamMsg)
-	requireSDKErrorReached(t, "anthropic", err)
-	requireCleanRecords(t, rec, logs)
+	requireRedactedSDKError(t, "anthropic", err, rec, logs)
 	var he *pgw.HTTPError
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, http.StatusBadRequest, he.StatusCode, "the hedge leg's error ended the call")

@@ -21,25 +21,30 @@ import (
 // does not look the fastest to BALANCE=latency — as it would if a lost race
 // said nothing — and is tried after the one that won.
 func TestHedgeTheLosersTimeIsALowerBoundOfItsSourcesLatency(t *testing.T) {
-	e := newHedgeEnv(t, nil)
-	tr := newGatedChat("s1", "s2")
-	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := readHedged(t, chat)
-	require.Equal(t, "s1", <-tr.opened)
-	e.clk.Advance(time.Second)
-	e.timer.fire(t)
-	require.Equal(t, "s2", <-tr.opened)
+	e, tr, done := hedgedAfterASecond(t)
 	e.clk.Advance(2 * time.Second)
 	tr.release("s2")
 	require.NoError(t, <-done)
 	e.requireGivenBack(t)
 
-	ewma := map[string]time.Duration{}
-	for _, s := range e.loop.Admission().Latency().Stats() {
-		ewma[s.Source] = s.EWMA
-	}
-	assert.Equal(t, 2*time.Second, ewma["s2"], "the winner's time to its first chunk")
-	assert.Equal(t, 3*time.Second, ewma["s1"], "the loser ran 3 s without delivering")
+	stats := latencyStats(e)
+	assert.Equal(t, 2*time.Second, stats["s2"].EWMA, "the winner's time to its first chunk")
+	assert.Equal(t, 3*time.Second, stats["s1"].EWMA, "the loser ran 3 s without delivering")
+}
+
+// hedgedAfterASecond starts a stream on s1 that s2 hedges after a second
+// (the hedge delay ran out): both are open, neither has delivered, and done
+// delivers the stream's end once it is read whole.
+func hedgedAfterASecond(t *testing.T) (*hedgeEnv, *gatedChat, <-chan error) {
+	t.Helper()
+	e := newHedgeEnv(t, nil)
+	tr := newGatedChat("s1", "s2")
+	done := readHedged(t, retry.NewChat(e.loop, tr, retry.ChatOptions{}))
+	require.Equal(t, "s1", <-tr.opened)
+	e.clk.Advance(time.Second)
+	e.timer.fire(t)
+	require.Equal(t, "s2", <-tr.opened)
+	return e, tr, done
 }
 
 // latencyStats returns the loop's latency view by source.
@@ -56,14 +61,7 @@ func latencyStats(e *hedgeEnv) map[string]admission.LatencyStats {
 // how long its own source takes, so it joins neither that source's samples
 // — which would pull the adaptive hedge delay down — nor its EWMA.
 func TestHedgeAHedgeThatLostEarlyIsNoLatencySample(t *testing.T) {
-	e := newHedgeEnv(t, nil)
-	tr := newGatedChat("s1", "s2")
-	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	done := readHedged(t, chat)
-	require.Equal(t, "s1", <-tr.opened)
-	e.clk.Advance(time.Second)
-	e.timer.fire(t)
-	require.Equal(t, "s2", <-tr.opened)
+	e, tr, done := hedgedAfterASecond(t)
 	e.clk.Advance(100 * time.Millisecond)
 	tr.release("s1")
 	require.NoError(t, <-done)
