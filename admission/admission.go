@@ -123,11 +123,12 @@ type SourceAdmission struct {
 	adv         *advertiser // nil: no advertised budget
 	heard       []*heard    // adv's, by selector index; nil: no advertised budget
 	writer      *Writer
-	admitter    gate.Admitter  // the quota gate when it can admit with the breaker
-	concluder   gate.Concluder // the quota gate when it can give back with the breaker
-	probes      []probeWait    // by selector index: probe outcomes in the writer
-	slots       []slotWait     // by selector index: outcomes in the writer that free a slot
-	degrader    Degrader       // the breaker when it can report an outage of its store
+	admitter    gate.Admitter       // the quota gate when it can admit with the breaker
+	budgeter    gate.BudgetAdmitter // admitter, when it can take the advertised budget with them; nil otherwise
+	concluder   gate.Concluder      // the quota gate when it can give back with the breaker
+	probes      []probeWait         // by selector index: probe outcomes in the writer
+	slots       []slotWait          // by selector index: outcomes in the writer that free a slot
+	degrader    Degrader            // the breaker when it can report an outage of its store
 }
 
 // New validates cfg and returns the scope's admission.
@@ -198,6 +199,7 @@ func New(cfg Config) (*SourceAdmission, error) {
 	}
 	if ad, ok := cfg.Quota.(gate.Admitter); ok {
 		a.admitter = ad
+		a.budgeter, _ = ad.(gate.BudgetAdmitter)
 	}
 	if co, ok := cfg.Quota.(gate.Concluder); ok {
 		a.concluder = co

@@ -22,8 +22,8 @@ type admitted struct {
 // false when the quota gate cannot combine with the breaker. i is name's
 // selector index.
 func (a *SourceAdmission) admit(ctx context.Context, i int, name string, estTokens int64) (d gate.Decision, p gate.Permit, qd gate.QuotaDecision, took admitted, ok bool, err error) {
-	if ba, can := a.admitter.(gate.BudgetAdmitter); can && a.adv != nil && !a.silentAt(i) {
-		d, p, qd, ok, err = ba.AdmitBudget(ctx, a.breaker, a.adv.Budget, name, estTokens)
+	if a.budgeter != nil && a.adv != nil && !a.silentAt(i) {
+		d, p, qd, ok, err = a.budgeter.AdmitBudget(ctx, a.breaker, a.adv.Budget, name, estTokens)
 		if ok {
 			took.budget = true
 			return d, p, qd, took, true, err

@@ -545,64 +545,84 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	defer func() {
 		end := l.nowAfter(now)
 		stall.endAt(end)
-		if !h.kept {
-			// Last, and whatever a report below does: an observer that
-			// panics keeps nothing of the admission.
-			defer func() {
-				ac.Stop()
-				_ = t.Done(ctx, res)
-			}()
-		}
-		heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
-		if h.kept {
+		switch {
+		case h.kept:
+			heard.apply(ctx, l.adm, t.Source)
 			// The stream reports its attempt, and the call, when it ends.
 			if ar != nil {
 				ar.r.handed = true
 			}
-			return
+		case ar != nil:
+			endReported(ctx, l, t, h, heard, outcome, err, usage, res, end)
+		default:
+			heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
+			ac.Stop()
+			l.noteLatencyAt(h, outcome, end)
+			_ = t.Done(ctx, res)
 		}
-		ac.Stop()
-		l.noteLatencyAt(h, outcome, end)
-		ar.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
 	}()
 	v, usage, err = attempt.attempt(actx, src, h)
 	outcome = observe.OutcomeSuccess
-	if o, ok := err.(errs.Originer); ok {
-		// The error names where it came from when it ends the call.
-		err = o.WithOrigin(l.scope, t.Source)
-	}
 	if err == nil {
 		res = admission.Result{Outcome: gate.Success, Tokens: settled(usage)}
 		return v, Success, nil
 	}
 	var zero T
+	class, res, outcome, err = l.failed(ctx, t.Source, src, err)
+	return zero, class, err
+}
+
+// endReported ends an attempt that an observer follows (h not kept): it
+// gives back what the attempt held last, whatever the report does, so that
+// an observer that panics keeps nothing of the admission.
+//
+//go:noinline
+func endReported(ctx context.Context, l *Loop, t *admission.Ticket, h *hold, heard *answers, outcome string, err error, usage transport.Usage, res admission.Result, end time.Time) {
+	defer func() {
+		h.actx.Stop()
+		_ = t.Done(ctx, res)
+	}()
+	heard.apply(ctx, l.adm, t.Source) // before Done: the budget hears the answer before the slot frees
+	h.actx.Stop()
+	l.noteLatencyAt(h, outcome, end)
+	h.rep.end(outcome, err, usage) // before Done: the outcome precedes the state change it causes
+}
+
+// failed classifies the error err of an attempt on source (its settings
+// src) and returns the attempt's class, its admission result, its
+// outcome as observers see it and the error as the call returns it.
+//
+//go:noinline
+func (l *Loop) failed(ctx context.Context, source string, src config.Source, err error) (Class, admission.Result, string, error) {
+	if o, ok := err.(errs.Originer); ok {
+		// The error names where it came from when it ends the call.
+		err = o.WithOrigin(l.scope, source)
+	}
 	if ctx.Err() != nil {
 		// The caller gave up, or the gateway closed: the attempt says
 		// nothing about the source.
-		outcome = endedOutcome(ctx)
-		return zero, Canceled, ctx.Err()
+		return Canceled, admission.Result{Outcome: gate.Released}, endedOutcome(ctx), ctx.Err()
 	}
 	if d, ok := sourceHTTPError(err, src, l.clock.Now()); ok {
 		// An SDK's error: described as an upstream HTTP failure so that its
 		// Retry-After holds the source off; errors.As still reaches it.
 		err = d
 	}
-	class = l.classify(err)
-	res = resultOf(class)
+	class := l.classify(err)
+	res := resultOf(class)
 	if class == Success {
 		// A classifier that calls an error a success: the error cannot be
 		// returned as a value, so it goes back to the caller untouched.
 		class = CallerError
 	}
-	outcome = outcomeOf(class)
 	if ra := RetryAfterOf(err); class == Throttle && ra > 0 {
 		// The upstream said when: hold the source off now, before the
 		// deferred Done spends round trips on the gates, so that no round
 		// of this process admits the source in between (a longer running
 		// cooldown stays).
-		l.adm.HoldOff(t.Source, ra)
+		l.adm.HoldOff(source, ra)
 	}
-	return zero, class, err
+	return class, res, outcomeOf(class), err
 }
 
 // nowAfter reads the loop's clock, knowing it read prev earlier in the

@@ -278,6 +278,25 @@ func (c *Ctx) cancel(err, cause error) {
 		err = context.Canceled
 	}
 	ek, ok := kindOf(err), kindOf(cause)
+	if ek == endOther || ok == endOther {
+		c.cancelOther(err, cause, ek, ok)
+		return
+	}
+	c.mu.Lock()
+	if c.errKind != endNone {
+		c.mu.Unlock()
+		return
+	}
+	c.errKind, c.ownKind = ek, ok
+	c.endLocked(err)
+}
+
+// cancelOther is cancel for an Err or a cause other than the two standard
+// ones, which c keeps in rare. Out of line, as the rest of the rare ends:
+// an attempt's end runs the common path alone, in fewer bytes of code.
+//
+//go:noinline
+func (c *Ctx) cancelOther(err, cause error, ek, ok uint8) {
 	var own any
 	if ok == endOther {
 		own = causeCarrier(cause)
@@ -287,14 +306,19 @@ func (c *Ctx) cancel(err, cause error) {
 		c.mu.Unlock()
 		return
 	}
-	if ek == endOther || ok == endOther {
-		r := c.more()
-		if ek == endOther {
-			r.err = err
-		}
-		r.own = own
+	r := c.more()
+	if ek == endOther {
+		r.err = err
 	}
+	r.own = own
 	c.errKind, c.ownKind = ek, ok
+	c.endLocked(err)
+}
+
+// endLocked ends c, whose end (errKind, ownKind) was just set under mu,
+// which it unlocks: it closes done, leaves the timeout queue and the
+// parent, and ends the children and the AfterFunc registrations.
+func (c *Ctx) endLocked(err error) {
 	c.state.Or(isEnded) // before done closes: who sees it closed sees Err
 	if c.done == nil {
 		c.done = closedchan
@@ -304,11 +328,9 @@ func (c *Ctx) cancel(err, cause error) {
 	}
 	f0 := c.f0
 	c.f0 = hook{}
-	var kids map[*Ctx]struct{}
-	var funcs []hook
-	var a *alarm
+	var rest rare
 	if r := c.rare; r != nil {
-		kids, funcs, a = r.kids, r.funcs, r.alarm
+		rest.kids, rest.funcs, rest.alarm = r.kids, r.funcs, r.alarm
 		r.kids, r.funcs, r.alarm = nil, nil, nil
 	}
 	unhook, q, up := c.unhook, c.tq, c.up
@@ -318,27 +340,36 @@ func (c *Ctx) cancel(err, cause error) {
 	if q != nil {
 		q.leave(c)
 	}
-	if a != nil {
-		a.disarm()
-	}
-	if unhook != nil {
-		unhook()
-	}
 	if up != nil {
 		up.dropKid(c)
 	}
 	if kid := c.kid.Swap(endedKid); kid != nil && kid != endedKid {
 		kid.cancel(err, nil)
 	}
-	if len(kids) > 0 { // starting a range over a map costs more than the rest of this
-		for k := range kids {
-			k.cancel(err, nil)
-		}
-	}
 	if f0.f != nil {
 		f0.f()
 	}
-	for _, h := range funcs {
+	if unhook != nil || rest.kids != nil || rest.funcs != nil || rest.alarm != nil {
+		endRest(err, unhook, &rest)
+	}
+}
+
+// endRest is the rest of an end that few Ctxs have: an own timer, a hook
+// on a parent that is not a Ctx, children beyond the first, AfterFunc
+// registrations beyond the first.
+//
+//go:noinline
+func endRest(err error, unhook func() bool, r *rare) {
+	if r.alarm != nil {
+		r.alarm.disarm()
+	}
+	if unhook != nil {
+		unhook()
+	}
+	for k := range r.kids {
+		k.cancel(err, nil)
+	}
+	for _, h := range r.funcs {
 		h.f()
 	}
 }
@@ -388,23 +419,32 @@ type selfKey struct{}
 // library's cancel context: an ended Ctx answers with one carrying its own
 // cause; otherwise the parent answers.
 func (c *Ctx) Value(key any) any {
-	switch key {
-	case selfKey{}:
+	// net/http asks a request's ctx several times for keys it holds none
+	// of: the common answer is the parent's, after two comparisons of
+	// type words. Keys are compared as interfaces only when c has a value
+	// of its own, or has ended.
+	if _, ok := key.(selfKey); ok {
 		return c
-	case nil:
-	case c.key:
+	}
+	if c.key != nil && key == c.key {
 		return c.val
-	case cancelKey:
-		if c.ended() {
-			c.mu.Lock()
-			own := c.ownCarrier()
-			c.mu.Unlock()
-			if own != nil {
-				return own
-			}
+	}
+	if c.ended() && key != nil && key == cancelKey {
+		if own := c.ownCarrierLocked(); own != nil {
+			return own
 		}
 	}
 	return c.parent.Value(key)
+}
+
+// ownCarrierLocked is ownCarrier under mu. Out of line: net/http asks every
+// request's ctx for the key while it runs, when c has not ended.
+//
+//go:noinline
+func (c *Ctx) ownCarrierLocked() any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ownCarrier()
 }
 
 // ownCarrier is the carrier of c's own cause, under mu; nil: the parent's.
