@@ -243,6 +243,9 @@ type leg struct {
 	state  atomic.Int32
 	got    bool // the race received its result (the race's goroutine only)
 	told   bool // its hedge event was reported (the race's goroutine only)
+	// reported: the race reported the end of its attempt (finishLeg; the
+	// race's goroutine only).
+	reported bool
 	// outran: a hedge delay ran out while it was the race's newest
 	// attempt, so it ran at least that delay. ended: the outcome it is
 	// reported with when the call's end cut the race — its ctx (canceled,
@@ -472,10 +475,11 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 // running is cancelled and gives itself back, reported abandoned (as does
 // every leg lost before, as it was reported); every leg that delivered and
 // was not received is given back here, reported abandoned; every leg
-// received is given back Released, its stream discarded (abandoned).
-// Ticket.Done acts once, and a stream is discarded once, so a leg given back
-// already is left as it is. No call's end is reported: the panic goes on to
-// the caller.
+// received is given back Released, its stream discarded (abandoned), and
+// its attempt reported abandoned unless the race reported it already (a
+// winner whose hedge event panicked was not). Ticket.Done acts once, and a
+// stream is discarded once, so a leg given back already is left as it is.
+// No call's end is reported: the panic goes on to the caller.
 func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
 	for _, lg := range legs {
 		if lg.state.Load() != legLost {
@@ -502,6 +506,11 @@ func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []le
 				d.discard(observe.OutcomeAbandoned, nil)
 				continue
 			}
+		}
+		if !r.leg.reported {
+			r.outcome, r.err = observe.OutcomeAbandoned, nil
+			finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+			continue
 		}
 		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
 		r.leg.cancel()
@@ -627,6 +636,7 @@ func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admissio
 		r.leg.cancel()
 	}()
 	l.noteLatency(r.h, r.outcome)
+	r.leg.reported = true
 	r.leg.ar.end(r.outcome, r.err, r.usage)
 }
 
