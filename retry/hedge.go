@@ -249,7 +249,8 @@ type leg struct {
 	// outran: a hedge delay ran out while it was the race's newest
 	// attempt, so it ran at least that delay. ended: the outcome it is
 	// reported with when the call's end cut the race — its ctx (canceled,
-	// closed) or a panic (abandoned); empty for a hedge lost. The race writes both before it declares the
+	// closed), another attempt's caller error (canceled) or a panic
+	// (abandoned); empty for a hedge lost. The race writes both before it declares the
 	// leg lost, which orders them before the leg reads them.
 	outran bool
 	ended  string
@@ -436,18 +437,16 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
-				by := ""
+				// The call ends with r's error and nobody won: every
+				// other attempt is cut by that end, lost to no other —
+				// canceled, or as the call's ctx ended r (canceled,
+				// closed). A hedge that answered the caller error failed.
+				by, event := observe.OutcomeCanceled, observe.HedgeWasted
 				if r.class == Canceled {
-					// The call's ctx ended it: every other attempt ends
-					// for the same reason, lost to no other.
-					by = r.outcome
+					by, event = r.outcome, observe.HedgeCanceled
 				}
 				lose(r.leg, by)
-				if by != "" {
-					l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeCanceled)
-				} else {
-					l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeWasted)
-				}
+				l.hedgeEnded(rep, r.leg, first.Source, event)
 				finishLeg(ctx, l, r, resultOf(r.class))
 				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
