@@ -66,8 +66,8 @@ func (o *hedgePanicker) ObserveHedge(e pgw.Hedge) {
 // hedge fired, won, or wasted on the primary's answer or on the hedge's
 // caller error — leaves no attempt without its end and no call without its
 // result: every attempt start is matched by a record, the call reports its
-// end, and the Prometheus in-flight gauge is back to 0. The panic goes on to
-// the caller, as an observer's panic does.
+// end, no admission is left held, and the Prometheus in-flight gauge is back
+// to 0. The panic goes on to the caller, as an observer's panic does.
 func TestAnObserverPanickingOnAHedgeEventEndsEveryAttempt(t *testing.T) {
 	type fn = func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error)
 	// hedgeLoses: the hedge ("fast") runs until the primary ("slow")
@@ -138,6 +138,15 @@ func TestAnObserverPanickingOnAHedgeEventEndsEveryAttempt(t *testing.T) {
 			}()
 			assert.Equal(t, "observer bug", got, "the observer's panic reaches the caller")
 			require.NoError(t, gw.Close()) // waits for every hedge leg's give-back
+			scope := "HEDGED"
+			if c.chat != "" {
+				scope = "CHAT"
+			}
+			adm, err := gw.Admission(scope)
+			require.NoError(t, err)
+			for _, s := range []string{"slow", "fast"} {
+				assert.Zero(t, adm.Latency().InFlight(s), "no attempt of %s is left holding its admission", s)
+			}
 
 			obs.mu.Lock()
 			defer obs.mu.Unlock()
