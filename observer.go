@@ -91,8 +91,9 @@ const (
 	HedgeWon = observe.HedgeWon
 	// HedgeWasted: the hedge did not deliver first.
 	HedgeWasted = observe.HedgeWasted
-	// HedgeCanceled: the call ended (its ctx, Close, or a panic) while the
-	// hedge ran, before any attempt delivered.
+	// HedgeCanceled: the call ended (its ctx, Close, a panic, or another
+	// attempt's caller error) while the hedge ran, before any attempt
+	// delivered.
 	HedgeCanceled = observe.HedgeCanceled
 	// HedgeSkippedBudget: a hedge was due but the scope's hedge budget was
 	// spent.

@@ -17,7 +17,9 @@ const (
 	OutcomeFatal       = "fatal"
 	OutcomeCallerError = "caller_error"
 	// OutcomeCanceled: the caller's context ended the attempt (its
-	// cancellation or deadline); nothing is counted against the source.
+	// cancellation or deadline), or, in a hedge race, another attempt's
+	// caller error ended the call while it ran and it was cut; nothing is
+	// counted against the source.
 	OutcomeCanceled = "canceled"
 	// OutcomeAbandoned: the caller closed a stream before its end; or a
 	// panic that went on to the caller (an observer's, or another attempt's
@@ -36,11 +38,12 @@ const (
 // ran out its timeout — so that its AttemptRecord.Latency is a time of the
 // source. It is false for an attempt cut short before that: by its
 // caller's context or the gateway's Close (OutcomeCanceled, OutcomeClosed:
-// the time says how long the caller waited), by its caller closing the
-// stream (OutcomeAbandoned: how long the caller read), or by a hedge race
-// another attempt won (OutcomeHedgeLost: how long the race took). Such a
-// time is only a lower bound of the source's, and no figure of it at all
-// when the caller gave up early. It is false too for an attempt that
+// the time says how long the caller waited), by another attempt's caller
+// error that ended its hedge race (OutcomeCanceled: how long the race
+// took), by its caller closing the stream (OutcomeAbandoned: how long the
+// caller read), or by a hedge race another attempt won (OutcomeHedgeLost:
+// how long the race took). Such a time is only a lower bound of the
+// source's, and no figure of it at all when the caller gave up early. It is false too for an attempt that
 // panicked (OutcomePanic): its time says when the code it ran — the
 // caller's function, an SDK, an observer — broke, before or after a
 // request went out, nothing of the source. observe/prom and observe/otel

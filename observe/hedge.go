@@ -6,11 +6,11 @@ import (
 )
 
 // OutcomeHedgeLost is the AttemptRecord.Outcome of an attempt that lost a
-// hedge race: another attempt of its call delivered first (or ended the call
-// with a caller error), and this one was cancelled and given back as
-// Released — never a failure of its source. An attempt the call's end cut
-// is reported as that end instead: OutcomeCanceled, OutcomeClosed, or
-// OutcomeAbandoned for a panic.
+// hedge race: another attempt of its call delivered first, and this one was
+// cancelled and given back as Released — never a failure of its source. An
+// attempt the call's end cut, with no attempt delivered, is reported as that
+// end instead: OutcomeCanceled (the caller's ctx, or another attempt's caller
+// error that ended the call), OutcomeClosed, or OutcomeAbandoned for a panic.
 const OutcomeHedgeLost = "hedge_lost"
 
 // The values of Hedge.Event.
@@ -26,10 +26,11 @@ const (
 	HedgeWasted = "wasted"
 	// HedgeCanceled: the call ended while the hedge on Source ran, before
 	// any of its attempts delivered — its caller's ctx, the gateway's Close,
-	// or a panic that went on to the caller: the hedge neither won nor lost
-	// to another attempt. Its AttemptRecord says which (OutcomeCanceled,
-	// OutcomeClosed, OutcomeAbandoned; OutcomePanic when it is the attempt
-	// that panicked).
+	// a panic that went on to the caller, or another attempt's caller error
+	// (a 400, say): the hedge neither won nor lost to another attempt. Its
+	// AttemptRecord says which (OutcomeCanceled, OutcomeClosed,
+	// OutcomeAbandoned; OutcomePanic when it is the attempt that panicked).
+	// A hedge that answered the caller error itself is HedgeWasted.
 	HedgeCanceled = "canceled"
 	// HedgeSkippedBudget: a hedge was due but the scope's hedge budget was
 	// spent (Source is empty).

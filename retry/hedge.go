@@ -243,10 +243,14 @@ type leg struct {
 	state  atomic.Int32
 	got    bool // the race received its result (the race's goroutine only)
 	told   bool // its hedge event was reported (the race's goroutine only)
+	// reported: the race reported the end of its attempt (finishLeg; the
+	// race's goroutine only).
+	reported bool
 	// outran: a hedge delay ran out while it was the race's newest
 	// attempt, so it ran at least that delay. ended: the outcome it is
 	// reported with when the call's end cut the race — its ctx (canceled,
-	// closed) or a panic (abandoned); empty for a hedge lost. The race writes both before it declares the
+	// closed), another attempt's caller error (canceled) or a panic
+	// (abandoned); empty for a hedge lost. The race writes both before it declares the
 	// leg lost, which orders them before the leg reads them.
 	outran bool
 	ended  string
@@ -433,18 +437,16 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 				return r.v, Success, r.leg.t.Source, nil
 			case CallerError, Canceled:
 				stop()
-				by := ""
+				// The call ends with r's error and nobody won: every
+				// other attempt is cut by that end, lost to no other —
+				// canceled, or as the call's ctx ended r (canceled,
+				// closed). A hedge that answered the caller error failed.
+				by, event := observe.OutcomeCanceled, observe.HedgeWasted
 				if r.class == Canceled {
-					// The call's ctx ended it: every other attempt ends
-					// for the same reason, lost to no other.
-					by = r.outcome
+					by, event = r.outcome, observe.HedgeCanceled
 				}
 				lose(r.leg, by)
-				if by != "" {
-					l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeCanceled)
-				} else {
-					l.hedgeEnded(rep, r.leg, first.Source, observe.HedgeWasted)
-				}
+				l.hedgeEnded(rep, r.leg, first.Source, event)
 				finishLeg(ctx, l, r, resultOf(r.class))
 				ended = true
 				return zero, r.class, r.leg.t.Source, r.err
@@ -472,10 +474,11 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 // running is cancelled and gives itself back, reported abandoned (as does
 // every leg lost before, as it was reported); every leg that delivered and
 // was not received is given back here, reported abandoned; every leg
-// received is given back Released, its stream discarded (abandoned).
-// Ticket.Done acts once, and a stream is discarded once, so a leg given back
-// already is left as it is. No call's end is reported: the panic goes on to
-// the caller.
+// received is given back Released, its stream discarded (abandoned), and
+// its attempt reported abandoned unless the race reported it already (a
+// winner whose hedge event panicked was not). Ticket.Done acts once, and a
+// stream is discarded once, so a leg given back already is left as it is.
+// No call's end is reported: the panic goes on to the caller.
 func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
 	for _, lg := range legs {
 		if lg.state.Load() != legLost {
@@ -502,6 +505,11 @@ func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []le
 				d.discard(observe.OutcomeAbandoned, nil)
 				continue
 			}
+		}
+		if !r.leg.reported {
+			r.outcome, r.err = observe.OutcomeAbandoned, nil
+			finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+			continue
 		}
 		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
 		r.leg.cancel()
@@ -627,6 +635,7 @@ func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admissio
 		r.leg.cancel()
 	}()
 	l.noteLatency(r.h, r.outcome)
+	r.leg.reported = true
 	r.leg.ar.end(r.outcome, r.err, r.usage)
 }
 

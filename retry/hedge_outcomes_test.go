@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/retry"
 	"github.com/pgw-go/pgw/transport"
@@ -87,5 +88,31 @@ func TestHedgeAPanicInARaceAbandonsTheOtherAttempt(t *testing.T) {
 	e.loop.WaitHedges()
 	e.requireGivenBack(t)
 	assert.Equal(t, map[string]string{"s1": observe.OutcomeAbandoned, "s2": observe.OutcomePanic}, e.outcomes())
+	assert.Equal(t, []string{"fired:s2<s1", "canceled:s2<s1"}, e.hedgeEvents())
+}
+
+// A race that the primary's caller error (a 400) ends has no winner: the
+// hedge it cut — a stream the hedge opened after the race ended too,
+// closed unread — is reported canceled, as its hedge event is, not as lost
+// to an attempt that delivered or wasted on one.
+func TestHedgeACallerErrorCancelsTheOtherAttempt(t *testing.T) {
+	e := newHedgeEnv(t, nil)
+	tr := newGatedChat("s1", "s2")
+	tr.fail["s1"] = httpErr(400, 0, "bad request")
+	tr.deaf["s2"] = true
+	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
+	done := openHedged(context.Background(), chat)
+	require.Equal(t, "s1", <-tr.opened)
+	e.timer.fire(t)
+	require.Equal(t, "s2", <-tr.opened)
+	tr.release("s1") // the caller error
+	var he *errs.HTTPError
+	require.ErrorAs(t, <-done, &he)
+	tr.release("s2") // its first chunk comes after the call ended
+	e.loop.WaitHedges()
+	e.requireGivenBack(t)
+
+	assert.True(t, tr.stream("s2").closed.Load(), "the late stream is closed")
+	assert.Equal(t, map[string]string{"s1": observe.OutcomeCallerError, "s2": observe.OutcomeCanceled}, e.outcomes())
 	assert.Equal(t, []string{"fired:s2<s1", "canceled:s2<s1"}, e.hedgeEvents())
 }

@@ -32,7 +32,8 @@
 // (observe.OutcomeHedgeLost: pgw cut it short when another attempt
 // delivered, so its time says how long the race took), one its caller's
 // context or the gateway's Close ended (canceled, closed: its time says how
-// long the caller waited), and a stream its caller closed before its end
+// long the caller waited; canceled too when another attempt's caller error
+// ended its hedge race), and a stream its caller closed before its end
 // (abandoned: how long the caller read); nor the time of an attempt that
 // panicked (panic: when the code it ran broke). pgw_attempts_total counts
 // each by its outcome.
