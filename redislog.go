@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,14 +21,21 @@ import (
 // while its pool winds down.
 var (
 	redisLogOnce   atomic.Bool
-	redisLogTarget atomic.Pointer[slog.Logger]
+	redisLogTarget atomic.Pointer[redisRoute]
 
 	redisLogMu     sync.Mutex
 	redisLogRoutes []*redisRoute // the open gateways' routes, oldest first
 )
 
-// redisRoute is one gateway's claim on go-redis's lines.
-type redisRoute struct{ l *slog.Logger }
+// redisRoute is one gateway's claim on go-redis's lines. writing counts
+// the lines being written to l; once stopped is set, none starts, and stop
+// waits for those under way, so that a closed gateway's logger gets no line
+// after its Close returned.
+type redisRoute struct {
+	l       *slog.Logger
+	writing atomic.Int32
+	stopped atomic.Bool
+}
 
 // routeRedisLog sends go-redis's own log lines to l from now on, until the
 // route returned is stopped.
@@ -35,7 +43,7 @@ func routeRedisLog(l *slog.Logger) *redisRoute {
 	r := &redisRoute{l: l}
 	redisLogMu.Lock()
 	redisLogRoutes = append(redisLogRoutes, r)
-	redisLogTarget.Store(l)
+	redisLogTarget.Store(r)
 	redisLogMu.Unlock()
 	if redisLogOnce.CompareAndSwap(false, true) {
 		goredis.SetLogger(redisLog{})
@@ -50,12 +58,16 @@ func (r *redisRoute) stop() {
 		return
 	}
 	redisLogMu.Lock()
-	defer redisLogMu.Unlock()
 	redisLogRoutes = slices.DeleteFunc(redisLogRoutes, func(o *redisRoute) bool { return o == r })
 	if n := len(redisLogRoutes); n > 0 {
-		redisLogTarget.Store(redisLogRoutes[n-1].l)
+		redisLogTarget.Store(redisLogRoutes[n-1])
 	} else {
 		redisLogTarget.Store(nil)
+	}
+	redisLogMu.Unlock()
+	r.stopped.Store(true)
+	for r.writing.Load() > 0 { // a line that found r before it stopped
+		runtime.Gosched()
 	}
 }
 
@@ -63,9 +75,14 @@ func (r *redisRoute) stop() {
 type redisLog struct{}
 
 func (redisLog) Printf(ctx context.Context, format string, v ...any) {
-	l := redisLogTarget.Load()
-	if l == nil || !l.Enabled(ctx, slog.LevelDebug) {
+	r := redisLogTarget.Load()
+	if r == nil {
 		return
 	}
-	l.LogAttrs(ctx, slog.LevelDebug, "pgw: go-redis", slog.String("detail", fmt.Sprintf(format, v...)))
+	r.writing.Add(1)
+	defer r.writing.Add(-1)
+	if r.stopped.Load() || !r.l.Enabled(ctx, slog.LevelDebug) {
+		return // its gateway closed since: the line is dropped
+	}
+	r.l.LogAttrs(ctx, slog.LevelDebug, "pgw: go-redis", slog.String("detail", fmt.Sprintf(format, v...)))
 }
