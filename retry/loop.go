@@ -409,7 +409,17 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 		if first != nil && as == &first.s {
 			first.used = true
 		}
-		v, class, src, err := attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
+		var v T
+		var class Class
+		var src string
+		if hc == nil && rep == nil {
+			// Nothing but the attempt runs: no race to start, no observer
+			// that may panic before attemptOnce guards the ticket.
+			v, class, err = attemptOnce(ctx, l, stall, t, attempt, nil, as)
+			src = t.Source
+		} else {
+			v, class, src, err = attemptOrRace(ctx, l, stall, hc, t, attempt, rep, &attempts, as)
+		}
 		switch class {
 		case Success:
 			l.deliveries.Mark(stall.lastEnd())
