@@ -26,6 +26,11 @@ import (
 // small JSON body to a local httptest upstream that answers a tiny JSON, made
 //
 //   - raw: straight through net/http, nothing around it;
+//   - raw-deadline: the same under context.WithTimeout (the source's
+//     TIMEOUT_S), the one thing every governed call adds that is not a
+//     library's own code: net/http's work for a ctx that can end (its
+//     Done channel in each select, its cancel registration) and the
+//     timer. It is the floor under any library's cost around the call;
 //   - pgw: as the attempt of pgw.Call on a GatewayClient (memory backend, one
 //     source with an RPM quota and MAX_IN_FLIGHT): admission, breaker,
 //     quota acquire/settle/release, the retry loop, the attempt's timeout;
@@ -117,6 +122,13 @@ var overheadContenders = []struct {
 }{
 	{"raw", func(_ *testing.B, raw func(context.Context) error, _ *rawUpstream) func(context.Context) error {
 		return raw
+	}},
+	{"raw-deadline", func(_ *testing.B, raw func(context.Context) error, _ *rawUpstream) func(context.Context) error {
+		return func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			return raw(ctx)
+		}
 	}},
 	{"pgw", func(b *testing.B, raw func(context.Context) error, u *rawUpstream) func(context.Context) error {
 		return governed(b, raw, u, config.BackendMemory, nil)
