@@ -479,7 +479,26 @@ func race[T any](ctx context.Context, l *Loop, hc *hedgeCall, first *admission.T
 // winner whose hedge event panicked was not). Ticket.Done acts once, and a
 // stream is discarded once, so a leg given back already is left as it is.
 // No call's end is reported: the panic goes on to the caller.
+//
+// Every leg is cancelled, and every admission held here given back, before
+// any attempt's end is reported (a stream's, as it is discarded, after its
+// own report), and each give-back and report runs alone: an observer that
+// panics again — on a record, or on a state change a give-back tells it
+// of — stops none of the others. Such a panic is dropped, logged once, so
+// that the caller gets the panic that ended the race.
 func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []legResult[T], out <-chan legResult[T]) {
+	logged := false
+	alone := func(source string, f func()) {
+		defer func() {
+			if p := recover(); p != nil && !logged {
+				logged = true
+				l.log.Warn("pgw: a second panic, as a hedged race a panic ended gave back its attempts, is dropped; the first goes on to the caller",
+					"scope", l.scope, "source", source, "panic", redactedPanic(p, l.source(source)))
+			}
+		}()
+		f()
+	}
+	var late []legResult[T] // delivered, not received
 	for _, lg := range legs {
 		if lg.state.Load() != legLost {
 			// Written before the leg is declared lost, as lose does; a
@@ -496,23 +515,36 @@ func abandonRace[T any](ctx context.Context, l *Loop, legs []*leg, received []le
 			// channel holds every leg's result).
 			r := <-out
 			r.leg.got = true
-			giveBackLost(ctx, l, r)
+			late = append(late, r)
 		}
 	}
+	stream := func(r legResult[T]) (discarder, bool) {
+		if !r.h.kept {
+			return nil, false
+		}
+		d, ok := any(r.v).(discarder)
+		return d, ok
+	}
+	for _, r := range append(late, received...) {
+		if _, ok := stream(r); !ok {
+			alone(r.leg.t.Source, func() {
+				defer r.leg.cancel()
+				_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
+			})
+		}
+	}
+	for _, r := range late {
+		alone(r.leg.t.Source, func() { giveBackLost(ctx, l, r) })
+	}
 	for _, r := range received {
-		if r.h.kept {
-			if d, ok := any(r.v).(discarder); ok {
-				d.discard(observe.OutcomeAbandoned, nil)
-				continue
-			}
+		if d, ok := stream(r); ok {
+			alone(r.leg.t.Source, func() { d.discard(observe.OutcomeAbandoned, nil) })
+			continue
 		}
 		if !r.leg.reported {
 			r.outcome, r.err = observe.OutcomeAbandoned, nil
-			finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
-			continue
+			alone(r.leg.t.Source, func() { finishLeg(ctx, l, r, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)}) })
 		}
-		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
-		r.leg.cancel()
 	}
 }
 
