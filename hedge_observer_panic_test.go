@@ -153,18 +153,7 @@ func TestAnObserverPanickingOnAHedgeEventEndsEveryAttempt(t *testing.T) {
 			assert.True(t, obs.panicked)
 			assert.Equal(t, obs.starts, obs.ends, "every attempt that started ended (outcomes %v)", obs.outcomes)
 			assert.Len(t, obs.calls, 1, "the call reports its end")
-			mfs, err := reg.Gather()
-			require.NoError(t, err)
-			seen := 0
-			for _, mf := range mfs {
-				if mf.GetName() != "pgw_in_flight" {
-					continue
-				}
-				for _, m := range mf.GetMetric() {
-					seen++
-					assert.Zero(t, m.GetGauge().GetValue(), "in flight: %v", m.GetLabel())
-				}
-			}
+			seen := requireNoneInFlight(t, reg)
 			assert.Positive(t, seen)
 		})
 	}

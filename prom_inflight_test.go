@@ -112,18 +112,7 @@ func TestPrometheusInFlightReturnsToZeroOnEveryWayAnAttemptEnds(t *testing.T) {
 	require.NoError(t, gw.Close())
 	_ = st.Close()
 
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	seen := 0
-	for _, mf := range mfs {
-		if mf.GetName() != "pgw_in_flight" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			seen++
-			assert.Zero(t, m.GetGauge().GetValue(), "in flight: %v", m.GetLabel())
-		}
-	}
+	seen := requireNoneInFlight(t, reg)
 	// One series per scope and source that ran (which of CHAT's and
 	// RERANK's two sources ran is the weighted pick's choice).
 	assert.GreaterOrEqual(t, seen, 6)
@@ -140,6 +129,25 @@ func TestPrometheusInFlightReturnsToZeroOnEveryWayAnAttemptEnds(t *testing.T) {
 
 // counter reads the value of a counter series with the given scope and
 // result (or outcome) label.
+// requireNoneInFlight asserts that every pgw_in_flight series of reg is 0
+// and returns how many there are.
+func requireNoneInFlight(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	seen := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "pgw_in_flight" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			seen++
+			assert.Zero(t, m.GetGauge().GetValue(), "in flight: %v", m.GetLabel())
+		}
+	}
+	return seen
+}
+
 func counter(t *testing.T, reg *prometheus.Registry, name, scope, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
