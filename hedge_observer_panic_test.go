@@ -142,11 +142,7 @@ func TestAnObserverPanickingOnAHedgeEventEndsEveryAttempt(t *testing.T) {
 			if c.chat != "" {
 				scope = "CHAT"
 			}
-			adm, err := gw.Admission(scope)
-			require.NoError(t, err)
-			for _, s := range []string{"slow", "fast"} {
-				assert.Zero(t, adm.Latency().InFlight(s), "no attempt of %s is left holding its admission", s)
-			}
+			assertNoAdmissionHeld(t, gw, scope, "slow", "fast")
 
 			obs.mu.Lock()
 			defer obs.mu.Unlock()
@@ -156,5 +152,16 @@ func TestAnObserverPanickingOnAHedgeEventEndsEveryAttempt(t *testing.T) {
 			seen := requireNoneInFlight(t, reg)
 			assert.Positive(t, seen)
 		})
+	}
+}
+
+// assertNoAdmissionHeld asserts that no attempt on scope's sources is left
+// holding its admission.
+func assertNoAdmissionHeld(t *testing.T, gw *pgw.GatewayClient, scope string, sources ...string) {
+	t.Helper()
+	adm, err := gw.Admission(scope)
+	require.NoError(t, err)
+	for _, s := range sources {
+		assert.Zero(t, adm.Latency().InFlight(s), "no attempt of %s is left holding its admission", s)
 	}
 }

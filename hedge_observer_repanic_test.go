@@ -131,11 +131,7 @@ func TestAHedgedRaceEndedByAnObserverPanicLeaksNothingWhenItPanicsAgain(t *testi
 
 	cancel() // ends whatever still waits on the caller's ctx, so that Close returns
 	require.NoError(t, gw.Close())
-	adm, err := gw.Admission("HEDGED")
-	require.NoError(t, err)
-	for _, s := range []string{"slow", "fast"} {
-		assert.Zero(t, adm.Latency().InFlight(s), "no attempt of %s is left holding its admission", s)
-	}
+	assertNoAdmissionHeld(t, gw, "HEDGED", "slow", "fast")
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	assert.True(t, obs.panicked)
