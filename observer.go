@@ -156,6 +156,19 @@ type attemptLog struct {
 	creds map[string]map[string][]string
 }
 
+// credentials returns the credentials of scope's source, or of every source
+// of scope when source is empty.
+func (g *GatewayClient) credentials(scope, source string) []string {
+	if source != "" {
+		return g.creds[scope][source]
+	}
+	var all []string
+	for _, c := range g.creds[scope] {
+		all = append(all, c...)
+	}
+	return all
+}
+
 // sourceCredentials returns provider.Credentials of every source of s with
 // any, by scope and source name.
 func sourceCredentials(s Settings) map[string]map[string][]string {

@@ -211,16 +211,12 @@ const (
 	opOCR        = observe.OperationOCR
 )
 
-// ownedPanicMsg is the log line of an observer's panic that pgw recovered
-// on a goroutine of its own.
-const ownedPanicMsg = "pgw: an observer panicked on a goroutine of pgw's own (no caller could recover it); the panic is dropped"
-
 // owned runs f, reports about source on a goroutine pgw started (a hedged
 // attempt's, after its race), and recovers an observer's panic in it:
 // logged at Warn, redacted as an attempt's panic is (redactedPanic). On the
 // caller's goroutine a report runs bare, and its panic goes on to the
 // caller.
 func (l *Loop) owned(source string, f func()) {
-	ownpanic.Run(l.log, ownedPanicMsg, func(p any) string { return redactedPanic(p, l.source(source)) }, f,
+	ownpanic.Run(l.log, ownpanic.Msg, func(p any) string { return redactedPanic(p, l.source(source)) }, f,
 		"scope", l.scope, "source", source)
 }

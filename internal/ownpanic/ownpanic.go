@@ -16,6 +16,9 @@ import (
 	"github.com/pgw-go/pgw/provider"
 )
 
+// Msg is the log line of an observer's panic recovered by Run.
+const Msg = "pgw: an observer panicked on a goroutine of pgw's own (no caller could recover it); the panic is dropped"
+
 // Run runs f, work of a goroutine pgw started that reports to a user's
 // observer, and recovers a panic of f: the rest of f is dropped, and the
 // panic is logged at Warn on log as msg with args and "panic", the panic's
