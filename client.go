@@ -394,7 +394,7 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	// The call's ctx ending — the caller's cancellation or deadline, the
 	// gateway's Close — closes the stream: no goroutine waits for it, and
 	// the stream's own end disarms it.
-	s.guard.arm(&c.cc, func() { _ = s.Close() })
+	s.guard.arm(&c.cc, g, sc.name, func() { _ = s.Close() })
 	return s, nil
 }
 

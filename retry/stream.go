@@ -345,6 +345,10 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
+	if s.spec.OnEnd != nil {
+		// Last, and even when the observer panics on a report.
+		defer s.spec.OnEnd()
+	}
 	usage := s.Usage()
 	func() {
 		// Given back even when the report panics (an observer's bug).
@@ -356,9 +360,6 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	}()
 	if s.rep != nil {
 		s.rep.r.end(streamResult(s.ctx, outcome), err)
-	}
-	if s.spec.OnEnd != nil {
-		s.spec.OnEnd()
 	}
 }
 
