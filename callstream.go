@@ -166,8 +166,9 @@ type afterFuncer interface {
 	AfterFunc(f func()) (stop func() bool)
 }
 
-// closeStream runs on the goroutine that ends ctx, or on one of its own:
-// not the caller's, who cannot recover a panic of it there. A panic of the
+// arm makes ctx's end run closeStream, unless end came first. closeStream
+// runs on the goroutine that ends ctx, or on one of its own: not the
+// caller's, who cannot recover a panic of it there. A panic of the
 // observer the close reports to is recovered and logged on g's logger,
 // redacted with scope's credentials.
 func (e *endGuard) arm(ctx context.Context, g *GatewayClient, scope string, closeStream func()) {
