@@ -21,7 +21,11 @@ import (
 type (
 	// Observer receives attempt records and breaker state changes, called
 	// synchronously on the calls' goroutines, outside every lock, possibly
-	// concurrently: it must be safe for concurrent use and quick.
+	// concurrently: it must be safe for concurrent use and quick. A panic
+	// in it on a call's goroutine goes on to the caller; on a goroutine of
+	// pgw's own (a hedged attempt's after its race, the outcome writer's,
+	// the hook that closes a stream when its ctx ends) it is recovered and
+	// logged at Warn, redacted.
 	Observer = observe.Observer
 	// ObserverFuncs adapts functions to the Observer interface and its
 	// optional attempt-start, rejection, wait, call and hedge interfaces; a
