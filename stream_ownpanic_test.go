@@ -3,6 +3,8 @@ package pgw_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,19 +55,30 @@ func (b *blockingItems) Close() error { b.closed.Store(true); return nil }
 // its admission is back and the gateway's Close returns. Each scenario runs
 // in a child process: before the fix the panic killed it.
 func TestStreamCtxEndObserverPanicIsRecovered(t *testing.T) {
-	for _, kind := range []string{"chat", "callstream"} {
+	for _, kind := range []string{"chat", "callstream", "http"} {
 		t.Run(kind, func(t *testing.T) {
 			testutil.InChild(t, func(t *testing.T) {
+				up := testutil.NewUpstream(t)
+				upGone := make(chan struct{})
+				up.SetDefault(testutil.Chat, testutil.Reply{BeforeChunk: func(ctx context.Context, i int) {
+					if i == 1 {
+						<-ctx.Done()
+						close(upGone)
+					}
+				}})
 				s, err := config.FromMap(map[string]string{
 					"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "a", "CHAT__A__API_KEY": "sk-secret-4",
-					"CHAT__A__MAX_IN_FLIGHT": "1",
+					"CHAT__A__MAX_IN_FLIGHT": "1", "CHAT__A__BASE_URL": up.URL,
 				})
 				require.NoError(t, err)
 				var logs syncBuffer
 				obs := &endPanicObserver{}
 				chat := &ctxChat{}
-				gw, err := pgw.New(context.Background(), *s, pgw.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-					pgw.WithObserver(obs), pgw.WithChatTransport(chat))
+				opts := []pgw.Option{pgw.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), pgw.WithObserver(obs)}
+				if kind != "http" {
+					opts = append(opts, pgw.WithChatTransport(chat))
+				}
+				gw, err := pgw.New(context.Background(), *s, opts...)
 				require.NoError(t, err)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -85,6 +98,21 @@ func TestStreamCtxEndObserverPanicIsRecovered(t *testing.T) {
 					require.NoError(t, err)
 					require.True(t, st.Held())
 					closed = items.closed.Load
+				case "http":
+					req, err := http.NewRequestWithContext(ctx, http.MethodPost, pgw.SDKBaseURL+"chat/completions",
+						strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+					require.NoError(t, err)
+					resp, err := gw.HTTPClient("CHAT").Do(req)
+					require.NoError(t, err)
+					defer resp.Body.Close()
+					closed = func() bool {
+						select {
+						case <-upGone:
+							return true
+						default:
+							return false
+						}
+					}
 				}
 				obs.armed.Store(true)
 				cancel() // the hook closes the stream, off the caller's goroutine
