@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/pgw-go/pgw/internal/ownpanic"
 	"github.com/pgw-go/pgw/retry"
 )
 
@@ -111,7 +112,7 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 		return nil, c.end(err)
 	}
 	if st.Held() {
-		guard.arm(&c.cc, func() { _ = st.Close() })
+		guard.arm(&c.cc, gw, sc.name, func() { _ = st.Close() })
 	}
 	return st, nil
 }
@@ -165,12 +166,18 @@ type afterFuncer interface {
 	AfterFunc(f func()) (stop func() bool)
 }
 
-func (e *endGuard) arm(ctx context.Context, closeStream func()) {
+// arm makes ctx's end run closeStream, unless end came first. closeStream
+// runs on the goroutine that ends ctx, or on one of its own: not the
+// caller's, who cannot recover a panic of it there. A panic of the
+// observer the close reports to is recovered and logged on g's logger,
+// redacted with scope's credentials.
+func (e *endGuard) arm(ctx context.Context, g *GatewayClient, scope string, closeStream func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.ended {
 		return
 	}
+	closeStream = g.owned(scope, closeStream)
 	if a, ok := ctx.(afterFuncer); ok {
 		// No goroutine even when ctx ends: closeStream runs as it ends.
 		e.stop = a.AfterFunc(closeStream)
@@ -186,5 +193,14 @@ func (e *endGuard) end() {
 	e.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+}
+
+// owned returns f, work on a goroutine of pgw's own that reports to the
+// observer, with an observer's panic recovered and logged (ownpanic.Run),
+// redacted with scope's credentials.
+func (g *GatewayClient) owned(scope string, f func()) func() {
+	return func() {
+		ownpanic.Run(g.log, ownpanic.Msg, ownpanic.Redact(g.credentials(scope, "")), f, "scope", scope)
 	}
 }

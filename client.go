@@ -38,6 +38,7 @@ type GatewayClient struct {
 	byName byname.Index[*scope] // scopes, for the hot path
 	names  []string             // configured scopes, in settings order
 	log    *slog.Logger
+	creds  map[string]map[string][]string // each source's credentials, by scope (sourceCredentials)
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	redisLog *redisRoute             // go-redis's lines to log; nil without redis
@@ -117,6 +118,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	g := &GatewayClient{
 		scopes:  make(map[string]*scope, len(s.Scopes)),
 		log:     o.logger,
+		creds:   sourceCredentials(s),
 		streams: map[*Stream]struct{}{},
 		sdkHTTP: o.httpClient,
 	}
@@ -134,7 +136,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			}
 			g.redis, g.ownRedis = rc, true
 		}
-		w, err := admission.NewWriter(admission.WriterConfig{Logger: o.logger})
+		w, err := admission.NewWriter(admission.WriterConfig{Logger: o.logger, Credentials: g.credentials})
 		if err != nil {
 			g.release()
 			return nil, err
@@ -182,7 +184,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 	}
 	// Attempts are logged at Debug through the loops' observer, next to the
 	// caller's.
-	obs := observe.Multi(attemptLog{log: o.logger, creds: sourceCredentials(s)}, o.observer)
+	obs := observe.Multi(attemptLog{log: o.logger, creds: g.creds}, o.observer)
 
 	var preloadBreaker, preloadQuota, preloadBudget func(context.Context) error
 	for _, sc := range s.Scopes {
@@ -392,7 +394,7 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	// The call's ctx ending — the caller's cancellation or deadline, the
 	// gateway's Close — closes the stream: no goroutine waits for it, and
 	// the stream's own end disarms it.
-	s.guard.arm(&c.cc, func() { _ = s.Close() })
+	s.guard.arm(&c.cc, g, sc.name, func() { _ = s.Close() })
 	return s, nil
 }
 

@@ -21,7 +21,11 @@ import (
 type (
 	// Observer receives attempt records and breaker state changes, called
 	// synchronously on the calls' goroutines, outside every lock, possibly
-	// concurrently: it must be safe for concurrent use and quick.
+	// concurrently: it must be safe for concurrent use and quick. A panic
+	// in it on a call's goroutine goes on to the caller; on a goroutine of
+	// pgw's own (a hedged attempt's after its race, the outcome writer's,
+	// the hook that closes a stream when its ctx ends) it is recovered and
+	// logged at Warn, redacted.
 	Observer = observe.Observer
 	// ObserverFuncs adapts functions to the Observer interface and its
 	// optional attempt-start, rejection, wait, call and hedge interfaces; a
@@ -154,6 +158,19 @@ type attemptLog struct {
 	// the error of a Call function (an SDK's, say) may quote the URL or
 	// headers it sent.
 	creds map[string]map[string][]string
+}
+
+// credentials returns the credentials of scope's source, or of every source
+// of scope when source is empty.
+func (g *GatewayClient) credentials(scope, source string) []string {
+	if source != "" {
+		return g.creds[scope][source]
+	}
+	var all []string
+	for _, c := range g.creds[scope] {
+		all = append(all, c...)
+	}
+	return all
 }
 
 // sourceCredentials returns provider.Credentials of every source of s with

@@ -92,7 +92,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	up := st.Items().(sdkhttp.Body).Response()
 	if st.Held() {
 		// Close interrupts the call: its body is closed, the admission given back.
-		guard.arm(&c.cc, func() { _ = st.Close() })
+		guard.arm(&c.cc, t.g, sc.name, func() { _ = st.Close() })
 	}
 	resp := &http.Response{
 		Status:        up.Status,

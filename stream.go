@@ -65,9 +65,10 @@ func (s *Stream) Close() error {
 	if s == nil {
 		return errNilStream
 	}
-	err := s.st.Close()
-	s.end(nil)
-	return err
+	// The call ends even when the observer panics on the end the close
+	// reports (the panic goes on to whoever closed it).
+	defer s.end(nil)
+	return s.st.Close()
 }
 
 // end ends the stream's call: it disarms the guard, leaves the gateway's

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/internal/ownpanic"
 )
 
 // Writer defaults.
@@ -57,8 +58,13 @@ type WriterConfig struct {
 	// source's counts, by at most Linger.
 	Linger time.Duration
 	// Logger receives failed writes and drops, each kind at most once a
-	// second (default slog.Default()).
+	// second (default slog.Default()), and the observers' panics the
+	// workers recover.
 	Logger *slog.Logger
+	// Credentials returns a scope's source's credentials, redacted from
+	// what the log shows of an observer's panic; nil: none known (echoed
+	// credential headers are redacted all the same).
+	Credentials func(scope, source string) []string
 }
 
 // WriterStats counts what a Writer did with the outcomes handed to it.
@@ -149,7 +155,8 @@ type Writer struct {
 	handed  atomic.Uint64
 	closing chan struct{} // closed by Close
 	log     *slog.Logger
-	base    context.Context // cancelled when Close gives up waiting
+	creds   func(scope, source string) []string // nil: none
+	base    context.Context                     // cancelled when Close gives up waiting
 	abandon context.CancelFunc
 	wg      sync.WaitGroup
 
@@ -210,7 +217,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		cfg.Logger = slog.Default()
 	}
 	w := &Writer{
-		q: make(chan pending, cfg.Queue), timeout: cfg.Timeout, linger: cfg.Linger, log: cfg.Logger,
+		q: make(chan pending, cfg.Queue), timeout: cfg.Timeout, linger: cfg.Linger, log: cfg.Logger, creds: cfg.Credentials,
 		wake: make(chan struct{}, 1), closing: make(chan struct{}),
 	}
 	w.base, w.abandon = context.WithCancel(context.Background())
@@ -401,12 +408,20 @@ type given struct {
 // (a callback that calls again when it hears a breaker open or close), and
 // that call's Pick may wait for an outcome of this very round (Pick's
 // ordering: a Failure of the source, in this scope or another), which this
-// worker alone would write — after the observer returned.
+// worker alone would write — after the observer returned. No caller can
+// recover a panic of the observer here: each outcome is told alone, and a
+// panic is recovered and logged (ownpanic.Run).
 func (w *Writer) tell(gs []given) {
 	ctx, cancel := context.WithTimeout(w.base, w.timeout)
 	for _, g := range gs {
 		if g.recorded {
-			g.a.w.afterRecord(valuesOf{Context: ctx, values: g.values}, g.idx, g.o, g.u)
+			var creds []string
+			if w.creds != nil {
+				creds = w.creds(g.a.scope, g.source)
+			}
+			ownpanic.Run(w.log, ownpanic.Msg, ownpanic.Redact(creds), func() {
+				g.a.w.afterRecord(valuesOf{Context: ctx, values: g.values}, g.idx, g.o, g.u)
+			}, "scope", g.a.scope, "source", g.source)
 		}
 	}
 	cancel()

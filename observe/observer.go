@@ -5,6 +5,16 @@ package observe
 // concurrently: an implementation must be safe for concurrent use and quick
 // (wrap a slow one in Async). The optional interfaces below add the other
 // events; pgw checks for them once, when it is built.
+//
+// A panic in a method called on the goroutine of a call goes on to that
+// call's caller, once what the call held is given back. Some events are
+// reported on goroutines pgw starts itself, where no caller could recover
+// it — a hedged attempt's after its race (its advertised limits, a lost
+// attempt's record and a state change its give-back shows), the outcome
+// writer's (state changes with a Redis backend), the hook that closes a
+// stream when its ctx ends: there a panic is recovered and logged at Warn,
+// redacted, and the reports of that goroutine's step that were still to
+// come are dropped.
 type Observer interface {
 	// ObserveAttempt is called when an attempt ends.
 	ObserveAttempt(AttemptRecord)

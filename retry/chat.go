@@ -335,11 +335,11 @@ func (s *Stream) finish(r admission.Result, outcome string, err error) {
 		return
 	}
 	func() {
-		// Given back even when the report panics (an observer's bug).
-		defer func() {
-			_ = s.ticket.Done(s.ctx, r)
-			s.cancel()
-		}()
+		// Given back even when the report panics (an observer's bug),
+		// and the ctx ended even when a state change the give-back shows
+		// does.
+		defer s.cancel()
+		defer func() { _ = s.ticket.Done(s.ctx, r) }()
 		s.rep.end(outcome, err, s.Usage())
 	}()
 	if s.rep != nil {

@@ -210,10 +210,8 @@ func (s *Stream) discard(outcome string, err error) {
 		_ = s.st.Close()
 	}
 	usage := s.Usage()
-	defer func() {
-		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
-		s.cancel()
-	}()
+	defer s.cancel()
+	defer func() { _ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)}) }()
 	s.rep.end(outcome, err, usage)
 }
 
@@ -613,7 +611,11 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		}
 		// Before any give-back: the budget hears the answer before the
 		// slot frees, as for an attempt that runs alone.
-		heard.apply(ctx, l.adm, lg.t.Source)
+		// What runs from here on runs on the leg's goroutine, which no
+		// caller can recover on: an observer's panic (an advertised limit,
+		// the lost attempt's record, a state change its give-back shows) is
+		// recovered and logged (owned).
+		l.owned(lg.t.Source, func() { heard.apply(ctx, l.adm, lg.t.Source) })
 		if lg.state.CompareAndSwap(legRunning, legDelivered) {
 			out <- r
 			return
@@ -623,7 +625,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 			l.log.Warn("pgw: an attempt that lost a hedge race panicked; the panic is dropped",
 				"scope", l.scope, "source", lg.t.Source, "panic", redactedPanic(r.panicked, src))
 		}
-		giveBackLost(ctx, l, r)
+		l.owned(lg.t.Source, func() { giveBackLost(ctx, l, r) })
 	}()
 	r.v, r.usage, r.err = attempt.attempt(actx, src, h)
 	r.outcome = observe.OutcomeSuccess
@@ -662,10 +664,10 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 // finishLeg ends a delivered leg that did not hand its admission to a
 // stream: latency, report, give-back, ctx.
 func finishLeg[T any](ctx context.Context, l *Loop, r legResult[T], res admission.Result) {
-	defer func() {
-		_ = r.leg.t.Done(ctx, res)
-		r.leg.cancel()
-	}()
+	// Cancelled even when the observer panics on a state change the
+	// give-back shows.
+	defer r.leg.cancel()
+	defer func() { _ = r.leg.t.Done(ctx, res) }()
 	l.noteLatency(r.h, r.outcome)
 	r.leg.reported = true
 	r.leg.ar.end(r.outcome, r.err, r.usage)
@@ -700,10 +702,8 @@ func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 	if outcome == observe.OutcomeHedgeLost && r.leg.outran && !r.h.start.IsZero() && !r.h.first {
 		l.adm.Latency().ObserveBound(r.leg.t.Source, l.clock.Now().Sub(r.h.start))
 	}
-	defer func() {
-		_ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)})
-		r.leg.cancel()
-	}()
+	defer r.leg.cancel()
+	defer func() { _ = r.leg.t.Done(ctx, admission.Result{Outcome: gate.Released, Tokens: lostTokens(r.usage)}) }()
 	r.leg.ar.end(outcome, err, r.usage)
 }
 

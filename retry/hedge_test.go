@@ -177,6 +177,30 @@ type hedgeEnv struct {
 	events  []observe.Hedge
 	records []observe.AttemptRecord
 	panicOn atomic.Value // string: the hedge event the observer panics on, once
+	// panicRecord: the attempt outcome the observer panics on, once;
+	// panicState: it panics on the next state change.
+	panicRecord atomic.Value
+	panicState  atomic.Bool
+	log         lockedLog // what the loop logs
+}
+
+// lockedLog is a log's text, safe for concurrent use.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
 }
 
 func newHedgeEnv(t *testing.T, scope func(*config.ScopeSettings)) *hedgeEnv {
@@ -200,7 +224,7 @@ func newHedgeEnv(t *testing.T, scope func(*config.ScopeSettings)) *hedgeEnv {
 	sleeper := &fakeSleep{clk: clk}
 	e.loop, err = retry.New(retry.Config{
 		Scope: sc, Breaker: b, Quota: e.settles, Pacer: e.pacer, Clock: clk, Sleep: sleeper.sleep,
-		Rand: func() float64 { return 0 }, Logger: slog.New(slog.DiscardHandler), HedgeTimer: e.timer.timer,
+		Rand: func() float64 { return 0 }, Logger: slog.New(slog.NewTextHandler(&e.log, nil)), HedgeTimer: e.timer.timer,
 		Observer: observe.Funcs{
 			Hedge: func(h observe.Hedge) {
 				if ev, _ := e.panicOn.Load().(string); ev != "" && ev == h.Event && e.panicOn.CompareAndSwap(ev, "") {
@@ -211,9 +235,17 @@ func newHedgeEnv(t *testing.T, scope func(*config.ScopeSettings)) *hedgeEnv {
 				e.mu.Unlock()
 			},
 			Attempt: func(r observe.AttemptRecord) {
+				if o, _ := e.panicRecord.Load().(string); o != "" && o == r.Outcome && e.panicRecord.CompareAndSwap(o, "") {
+					panic("observer bug, key sk-secret-1")
+				}
 				e.mu.Lock()
 				e.records = append(e.records, r)
 				e.mu.Unlock()
+			},
+			StateChange: func(observe.StateChange) {
+				if e.panicState.CompareAndSwap(true, false) {
+					panic("observer bug, key sk-secret-1")
+				}
 			},
 		},
 	})

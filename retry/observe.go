@@ -9,6 +9,7 @@ import (
 	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/internal/ownpanic"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/transport"
 )
@@ -209,3 +210,13 @@ const (
 	opEmbeddings = observe.OperationEmbeddings
 	opOCR        = observe.OperationOCR
 )
+
+// owned runs f, reports about source on a goroutine pgw started (a hedged
+// attempt's, after its race), and recovers an observer's panic in it:
+// logged at Warn, redacted as an attempt's panic is (redactedPanic). On the
+// caller's goroutine a report runs bare, and its panic goes on to the
+// caller.
+func (l *Loop) owned(source string, f func()) {
+	ownpanic.Run(l.log, ownpanic.Msg, func(p any) string { return redactedPanic(p, l.source(source)) }, f,
+		"scope", l.scope, "source", source)
+}

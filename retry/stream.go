@@ -345,20 +345,21 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
+	if s.spec.OnEnd != nil {
+		// Last, and even when the observer panics on a report.
+		defer s.spec.OnEnd()
+	}
 	usage := s.Usage()
 	func() {
-		// Given back even when the report panics (an observer's bug).
-		defer func() {
-			_ = s.ticket.Done(s.ctx, r)
-			s.cancel()
-		}()
+		// Given back even when the report panics (an observer's bug),
+		// and the ctx ended even when a state change the give-back shows
+		// does.
+		defer s.cancel()
+		defer func() { _ = s.ticket.Done(s.ctx, r) }()
 		s.rep.end(outcome, err, usage)
 	}()
 	if s.rep != nil {
 		s.rep.r.end(streamResult(s.ctx, outcome), err)
-	}
-	if s.spec.OnEnd != nil {
-		s.spec.OnEnd()
 	}
 }
 
@@ -375,10 +376,8 @@ func (s *ItemStream[T]) discard(outcome string, err error) {
 	}
 	_ = s.closeItems()
 	usage := s.Usage()
-	defer func() {
-		_ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)})
-		s.cancel()
-	}()
+	defer s.cancel()
+	defer func() { _ = s.ticket.Done(s.ctx, admission.Result{Outcome: released, Tokens: lostTokens(usage)}) }()
 	s.rep.end(outcome, err, usage)
 }
 
