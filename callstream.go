@@ -201,6 +201,6 @@ func (e *endGuard) end() {
 // redacted with scope's credentials.
 func (g *GatewayClient) owned(scope string, f func()) func() {
 	return func() {
-		ownpanic.Run(g.log, ownpanic.Msg, ownpanic.Redact(g.credentials(scope, "")), f, "scope", scope)
+		ownpanic.Run(g.log, func(p any) string { return ownpanic.Redact(g.credentials(scope, ""))(p) }, f, scope, "")
 	}
 }

@@ -415,13 +415,9 @@ func (w *Writer) tell(gs []given) {
 	ctx, cancel := context.WithTimeout(w.base, w.timeout)
 	for _, g := range gs {
 		if g.recorded {
-			var creds []string
-			if w.creds != nil {
-				creds = w.creds(g.a.scope, g.source)
-			}
-			ownpanic.Run(w.log, ownpanic.Msg, ownpanic.Redact(creds), func() {
+			ownpanic.Run(w.log, func(p any) string { return w.redact(p, g.a.scope, g.source) }, func() {
 				g.a.w.afterRecord(valuesOf{Context: ctx, values: g.values}, g.idx, g.o, g.u)
-			}, "scope", g.a.scope, "source", g.source)
+			}, g.a.scope, g.source)
 		}
 	}
 	cancel()
@@ -619,4 +615,14 @@ func (w *Writer) Close(ctx context.Context) error {
 		<-done
 		return fmt.Errorf("pgw/admission: closing the outcome writer: %w (%d outcomes dropped in all)", ctx.Err(), w.dropped.Load())
 	}
+}
+
+// redact is an observer's panic p, recovered as the writer told it of an
+// outcome of scope's source, with the source's credentials redacted.
+func (w *Writer) redact(p any, scope, source string) string {
+	var creds []string
+	if w.creds != nil {
+		creds = w.creds(scope, source)
+	}
+	return ownpanic.Redact(creds)(p)
 }

@@ -217,6 +217,5 @@ const (
 // caller's goroutine a report runs bare, and its panic goes on to the
 // caller.
 func (l *Loop) owned(source string, f func()) {
-	ownpanic.Run(l.log, ownpanic.Msg, func(p any) string { return redactedPanic(p, l.source(source)) }, f,
-		"scope", l.scope, "source", source)
+	ownpanic.Run(l.log, func(p any) string { return redactedPanic(p, l.source(source)) }, f, l.scope, source)
 }

@@ -20,28 +20,40 @@ import (
 const Msg = "pgw: an observer panicked on a goroutine of pgw's own (no caller could recover it); the panic is dropped"
 
 // Run runs f, work of a goroutine pgw started that reports to a user's
-// observer, and recovers a panic of f: the rest of f is dropped, and the
-// panic is logged at Warn on log as msg with args and "panic", the panic's
-// value as redact returns it (nil: its text with every echoed credential
-// header redacted). It reports whether f panicked.
+// observer about scope's source (empty: the scope's), and recovers a panic
+// of f: the rest of f is dropped, and the panic is logged at Warn on log as
+// Msg with the scope, the source and "panic", the panic's value as redact
+// returns it (nil: its text with every echoed credential header
+// redacted). It reports whether f panicked. Nothing is computed for the
+// log unless f panicked: redact runs then, and may look the credentials
+// up.
 //
 // f must leave the invariants of its work kept even when it panics (give
 // its admissions back from defers): Run only keeps the goroutine alive.
-func Run(log *slog.Logger, msg string, redact func(p any) string, f func(), args ...any) (panicked bool) {
+func Run(log *slog.Logger, redact func(p any) string, f func(), scope, source string) (panicked bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = true
-			if log == nil {
-				log = slog.Default()
-			}
-			if redact == nil {
-				redact = Redact(nil)
-			}
-			log.Warn(msg, append(args[:len(args):len(args)], "panic", redact(p))...)
+			logPanic(log, redact, p, scope, source)
 		}
 	}()
 	f()
 	return false
+}
+
+// logPanic logs the panic p that Run recovered.
+func logPanic(log *slog.Logger, redact func(p any) string, p any, scope, source string) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if redact == nil {
+		redact = Redact(nil)
+	}
+	args := []any{"scope", scope}
+	if source != "" {
+		args = append(args, "source", source)
+	}
+	log.Warn(Msg, append(args, "panic", redact(p))...)
 }
 
 // Redact returns a redact for Run: the panic's text with creds and every
