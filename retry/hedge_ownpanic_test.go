@@ -42,18 +42,7 @@ func TestHedgeLoserObserverPanicIsRecovered(t *testing.T) {
 				e := newHedgeEnv(t, func(sc *config.ScopeSettings) { sc.Sources[0].APIKey = config.NewSecret("sk-secret-1") })
 				tr := newGatedChat("s1", "s2")
 				chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-				type result struct {
-					s   *retry.Stream
-					err error
-				}
-				done := make(chan result, 1)
-				go func() {
-					s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-					done <- result{s, err}
-				}()
-				require.Equal(t, "s1", <-tr.opened)
-				e.timer.fire(t)
-				require.Equal(t, "s2", <-tr.opened)
+				done := hedgedStream(t, chat, tr, func() { e.timer.fire(t) })
 				if c.force {
 					require.NoError(t, e.breaker.Force(context.Background(), "s1", gate.ForceOpen))
 				}
@@ -120,18 +109,7 @@ func TestHedgeLegAdvertisedObserverPanicIsRecovered(t *testing.T) {
 		require.NoError(t, err)
 		tr := newGatedChat("s1", "s2")
 		chat := retry.NewChat(l, advertisingChat{tr}, retry.ChatOptions{})
-		type result struct {
-			s   *retry.Stream
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-			done <- result{s, err}
-		}()
-		require.Equal(t, "s1", <-tr.opened)
-		timer.fire(t)
-		require.Equal(t, "s2", <-tr.opened)
+		done := hedgedStream(t, chat, tr, func() { timer.fire(t) })
 		obs.armed.Store(true)
 		tr.release("s2")
 		r := <-done

@@ -312,18 +312,9 @@ func TestHedgeStreamTheHedgeWinsAndTheSlowAttemptIsGivenBack(t *testing.T) {
 	e := newHedgeEnv(t, nil)
 	tr := newGatedChat("s1", "s2")
 	chat := retry.NewChat(e.loop, tr, retry.ChatOptions{})
-	type res struct {
-		s   *retry.Stream
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
-		done <- res{s, err}
-	}()
-	require.Equal(t, "s1", <-tr.opened)
-	assert.Equal(t, time.Second, e.timer.fire(t), "HEDGE_AFTER_S is the delay")
-	require.Equal(t, "s2", <-tr.opened)
+	done := hedgedStream(t, chat, tr, func() {
+		assert.Equal(t, time.Second, e.timer.fire(t), "HEDGE_AFTER_S is the delay")
+	})
 	tr.release("s2")
 	r := <-done
 	require.NoError(t, r.err)
@@ -640,6 +631,29 @@ func TestHedgeEmbedSubBatchesAndOCRPagesEachHedge(t *testing.T) {
 	ev := e.hedgeEvents()
 	assert.Len(t, ev, 8, "fired and won for each of 2 sub-batches and 2 pages: %v", ev)
 	assert.Equal(t, []int64{0, 0, 0, 0}, e.settles.of("s1"))
+}
+
+// streamResult is what a chat's Stream returned.
+type streamResult struct {
+	s   *retry.Stream
+	err error
+}
+
+// hedgedStream opens a stream of hiRequest on chat on a goroutine of its
+// own, waits until tr opened it on s1, runs fire (which runs out the hedge
+// delay), waits until the hedge opened on s2, and delivers what Stream
+// returns once it does.
+func hedgedStream(t *testing.T, chat *retry.Chat, tr *gatedChat, fire func()) <-chan streamResult {
+	t.Helper()
+	done := make(chan streamResult, 1)
+	go func() {
+		s, err := chat.Stream(context.Background(), transport.ChatRequest{Messages: hiRequest().Messages, EstTokens: 100})
+		done <- streamResult{s, err}
+	}()
+	require.Equal(t, "s1", <-tr.opened)
+	fire()
+	require.Equal(t, "s2", <-tr.opened)
+	return done
 }
 
 // openHedged opens a stream of hiRequest on chat on a goroutine of its own
