@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pgw-go/pgw/provider"
 )
 
 // DefaultBuffer is the queue length of Async when it is given none.
@@ -33,8 +35,8 @@ var _ Full = (*AsyncObserver)(nil)
 // Async starts delivering to o through a queue of buffer events (buffer ≤ 0:
 // DefaultBuffer). o may implement any of the optional interfaces; events it
 // has no method for are dropped without being counted. A panic in o is
-// recovered, logged (slog.Default) and counted as a dropped event, and
-// delivery goes on. Call Close when done, or the goroutine stays.
+// recovered, logged (slog.Default, any credential header's value in its
+// text redacted) and counted as a dropped event, and delivery goes on. Call Close when done, or the goroutine stays.
 func Async(o Observer, buffer int) *AsyncObserver {
 	if buffer <= 0 {
 		buffer = DefaultBuffer
@@ -113,7 +115,7 @@ func (a *AsyncObserver) deliver(e any) {
 		if r := recover(); r != nil {
 			a.dropped.Add(1)
 			slog.Default().Warn("pgw: observer panicked; event dropped",
-				"event", fmt.Sprintf("%T", e), "panic", fmt.Sprint(r))
+				"event", fmt.Sprintf("%T", e), "panic", provider.RedactText(fmt.Sprint(r), nil))
 		}
 	}()
 	switch e := e.(type) {

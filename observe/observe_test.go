@@ -1,7 +1,9 @@
 package observe_test
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -124,15 +126,22 @@ func TestAsyncCloseDrainsThenDropsLateEvents(t *testing.T) {
 }
 
 func TestAsyncRecoversAPanickingObserver(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
 	r := &recorder{}
 	inner := r.full()
-	inner.Rejection = func(observe.Rejection) { panic("observer bug") }
+	inner.Rejection = func(observe.Rejection) { panic("observer bug, saw Authorization: Bearer sk-echoed-7") }
 	a := observe.Async(inner, 16)
 	a.ObserveRejection(observe.Rejection{Source: "a"})
 	a.ObserveCall(observe.CallResult{Result: "success"})
 	a.Close()
 	assert.Equal(t, []string{"call success"}, r.events(), "delivery goes on after a panic")
 	assert.Equal(t, uint64(1), a.Dropped())
+	assert.Contains(t, logs.String(), "observer bug", "the panic is logged")
+	assert.NotContains(t, logs.String(), "sk-echoed-7", "a credential header's value in the panic is redacted")
 }
 
 func TestAsyncOfACoreObserverDropsWhatItCannotTake(t *testing.T) {
