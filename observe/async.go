@@ -37,6 +37,11 @@ var _ Full = (*AsyncObserver)(nil)
 // has no method for are dropped without being counted. A panic in o is
 // recovered, logged (slog.Default, any credential header's value in its
 // text redacted) and counted as a dropped event, and delivery goes on. Call Close when done, or the goroutine stays.
+//
+// A ContextObserver's methods are not among the events Async delivers:
+// StartCall and StartAttempt return the ctx the call goes on under, which
+// no queue can wait for. Give such an observer to Multi beside the Async
+// (Multi(tracer, Async(counters, 0))), not inside it.
 func Async(o Observer, buffer int) *AsyncObserver {
 	if buffer <= 0 {
 		buffer = DefaultBuffer

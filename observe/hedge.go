@@ -103,6 +103,14 @@ type HedgeContextObserver interface {
 	ObserveHedgeContext(ctx context.Context, e Hedge)
 }
 
+// ObserveHedgeContext passes e to the wrapped observer when it wants it
+// with the ctx.
+func (a *adapter) ObserveHedgeContext(ctx context.Context, e Hedge) {
+	if h, ok := a.o.(HedgeContextObserver); ok {
+		h.ObserveHedgeContext(ctx, e)
+	}
+}
+
 // ObserveHedgeContext passes e to the members that want it with the ctx.
 func (m multi) ObserveHedgeContext(ctx context.Context, e Hedge) {
 	for _, o := range m {

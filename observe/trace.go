@@ -61,9 +61,12 @@ type ContextObserver interface {
 }
 
 // AsContext returns o as a ContextObserver, or nil when it is not one. A
-// Multi is one when one of its members is.
+// Multi is one when one of its members is, whether or not that member is a
+// Full; so is the adapter of AsFull when the observer it wraps is one.
 func AsContext(o Observer) ContextObserver {
 	switch o := o.(type) {
+	case *adapter:
+		return AsContext(o.o)
 	case multi:
 		for _, m := range o {
 			if AsContext(m) != nil {

@@ -48,6 +48,48 @@ func TestAsContext(t *testing.T) {
 	}
 }
 
+// bareCtxObs is a ContextObserver and a HedgeContextObserver that
+// implements nothing else: not a Full, as a user's tracer may well be.
+type bareCtxObs struct {
+	name   string
+	hedges *[]string
+}
+
+func (bareCtxObs) ObserveAttempt(observe.AttemptRecord)   {}
+func (bareCtxObs) ObserveStateChange(observe.StateChange) {}
+func (o bareCtxObs) StartCall(ctx context.Context, _ observe.CallStart) context.Context {
+	return chain(ctx, o.name)
+}
+func (o bareCtxObs) StartAttempt(ctx context.Context, _ observe.AttemptStart) context.Context {
+	return chain(ctx, o.name)
+}
+func (bareCtxObs) EndAttempt(context.Context, observe.AttemptRecord) {}
+func (bareCtxObs) EndWait(context.Context, observe.WaitEnd)          {}
+func (bareCtxObs) EndCall(context.Context, observe.CallResult)       {}
+func (o bareCtxObs) ObserveHedgeContext(ctx context.Context, e observe.Hedge) {
+	*o.hedges = append(*o.hedges, o.name+":"+e.Event)
+}
+
+// A member of a Multi that is a ContextObserver but not a Full (Multi wraps
+// it in AsFull's adapter) still follows each call's ctx and hears each
+// hedge with it; a Multi of the adapter alone is one too.
+func TestAsContextSeesAContextObserverThatIsNotAFull(t *testing.T) {
+	var hedges []string
+	bare := bareCtxObs{name: "a", hedges: &hedges}
+	for _, o := range []observe.Observer{observe.Multi(observe.Nop{}, bare), observe.AsFull(bare), observe.Multi(observe.AsFull(bare))} {
+		m := observe.AsContext(o)
+		if !assert.NotNil(t, m, "%T", o) {
+			continue
+		}
+		ctx := m.StartCall(context.Background(), observe.CallStart{})
+		assert.Equal(t, "a", ctx.Value(keyA{}))
+		if h, ok := m.(observe.HedgeContextObserver); assert.True(t, ok, "%T", m) {
+			h.ObserveHedgeContext(ctx, observe.Hedge{Event: observe.HedgeWon})
+		}
+	}
+	assert.Equal(t, []string{"a:" + observe.HedgeWon, "a:" + observe.HedgeWon, "a:" + observe.HedgeWon}, hedges)
+}
+
 type hooks struct {
 	name   string
 	models *[]string
