@@ -15,6 +15,8 @@ type Stream struct {
 	g  *GatewayClient
 	st *retry.Stream
 	c  *call
+	// scope is the scope of the call, for the log of an observer's panic.
+	scope string
 	// guard closes the stream when its call's ctx ends (the caller's
 	// cancellation or deadline, the gateway's Close), so that a stream
 	// nobody reads or closes gives its admission back.
@@ -47,7 +49,16 @@ func (s *Stream) Recv() (ChatChunk, error) {
 	if s == nil {
 		return ChatChunk{}, errNilStream
 	}
+	returned := false
+	defer func() {
+		if !returned && s.st.Finished() {
+			// The observer panicked on the stream's end: the call ends
+			// anyway, and the panic goes on.
+			s.end(nil)
+		}
+	}()
 	ch, err := s.st.Recv()
+	returned = true
 	switch {
 	case err == io.EOF:
 		s.end(nil)

@@ -334,6 +334,15 @@ func (s *Stream) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
+	called := false
+	defer func() {
+		if !called && s.rep != nil {
+			// The observer panicked on the attempt's end or on the state
+			// change it caused: the call still ends (its CallResult, its
+			// span) before the panic goes on to whoever ended the stream.
+			s.rep.r.end(observe.ResultError, errPanicked)
+		}
+	}()
 	func() {
 		// Given back even when the report panics (an observer's bug),
 		// and the ctx ended even when a state change the give-back shows
@@ -342,6 +351,7 @@ func (s *Stream) finish(r admission.Result, outcome string, err error) {
 		defer func() { _ = s.ticket.Done(s.ctx, r) }()
 		s.rep.end(outcome, err, s.Usage())
 	}()
+	called = true
 	if s.rep != nil {
 		s.rep.r.end(streamResult(s.ctx, outcome), err)
 	}
@@ -365,6 +375,11 @@ func streamResult(ctx context.Context, outcome string) string {
 	}
 	return observe.ResultError // cut after the first chunk: not retried
 }
+
+// Finished reports whether the stream has ended and given its admission
+// back: at io.EOF, at the error that cut it, or at its Close — also when
+// the observer panicked as that end was reported.
+func (s *Stream) Finished() bool { return s.done.Load() }
 
 // UnknownEvents returns how many events of a type its transport does not
 // know the stream has skipped, when the transport counts them (0 otherwise).

@@ -349,6 +349,15 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 		// Last, and even when the observer panics on a report.
 		defer s.spec.OnEnd()
 	}
+	called := false
+	defer func() {
+		if !called && s.rep != nil {
+			// The observer panicked on the attempt's end or on the state
+			// change it caused: the call still ends (its CallResult, its
+			// span) before the panic goes on.
+			s.rep.r.end(observe.ResultError, errPanicked)
+		}
+	}()
 	usage := s.Usage()
 	func() {
 		// Given back even when the report panics (an observer's bug),
@@ -358,6 +367,7 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 		defer func() { _ = s.ticket.Done(s.ctx, r) }()
 		s.rep.end(outcome, err, usage)
 	}()
+	called = true
 	if s.rep != nil {
 		s.rep.r.end(streamResult(s.ctx, outcome), err)
 	}
