@@ -19,6 +19,7 @@ import (
 	"github.com/pgw-go/pgw/gate/redis"
 	"github.com/pgw-go/pgw/internal/byname"
 	"github.com/pgw-go/pgw/internal/errs"
+	"github.com/pgw-go/pgw/internal/ownpanic"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
 	"github.com/pgw-go/pgw/retry"
@@ -382,7 +383,7 @@ func (g *GatewayClient) ChatStream(ctx context.Context, req ChatRequest) (*Strea
 	if err != nil {
 		return nil, c.end(err)
 	}
-	s := &Stream{g: g, st: st, c: c}
+	s := &Stream{g: g, st: st, c: c, scope: sc.name}
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -509,8 +510,9 @@ func (g *GatewayClient) Close() error {
 		g.mu.Unlock()
 		g.kill(ErrClosed)
 		g.interruptCalls()
+		var p any // the first panic of an observer a stream's end reported to
 		for _, s := range streams {
-			_ = s.Close()
+			p = g.closeStream(s, p)
 		}
 		g.calls.Wait()
 		for _, sc := range g.scopes {
@@ -518,8 +520,30 @@ func (g *GatewayClient) Close() error {
 			sc.loop.WaitHedges()
 		}
 		g.closeErr = g.release()
+		if p != nil {
+			// Everything is released; the panic goes on to Close's caller,
+			// as it would to a caller of the stream's own Close.
+			panic(p)
+		}
 	})
 	return g.closeErr
+}
+
+// closeStream closes s for Close, which goes on whatever the observer its
+// end reports to does: a panic of it is returned when first is nil (Close
+// raises it once it has released everything), logged otherwise.
+func (g *GatewayClient) closeStream(s *Stream, first any) (p any) {
+	if first != nil {
+		ownpanic.Run(g.log, func(p any) string { return ownpanic.Redact(g.credentials(s.scope, ""))(p) }, func() { _ = s.Close() }, s.scope, s.Source())
+		return first
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p = r
+		}
+	}()
+	_ = s.Close()
+	return nil
 }
 
 // OutcomeWriterStats reports what the gateway's outcome writer has done:
