@@ -2,7 +2,9 @@ package pgw_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/pgw-go/pgw"
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/testutil"
 	"github.com/pgw-go/pgw/observe"
 )
 
@@ -119,12 +122,16 @@ func newOff(t *tally) offObs {
 	return offObs{startObs{c}, rejectionObs{c}, waitObs{c}, callObs{c}, hedgeObs{c}, advertisedObs{c}, hedgeCtxObs{ctxObs{c}}, c, &atomic.Int64{}}
 }
 
+// scenarioCalls is how many governed calls observerScenarios makes.
+const scenarioCalls = 5
+
 // observerScenarios runs, each on a gateway of its own built with obs, the
 // calls that make every kind of event: a single-source call that fails,
 // waits out the cooldown and succeeds (attempt starts and records, state
 // changes, a rejection, a wait, the call's result, its contexts); a call
-// hedged away from a slow source; an embedding whose answer advertises its
-// rate limits.
+// hedged away from a slow source; a chat stream read to its end and a
+// streamed request through HTTPClient; an embedding whose answer
+// advertises its rate limits.
 func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer, func())) {
 	t.Helper()
 	build := func(env map[string]string, opts ...pgw.Option) *pgw.GatewayClient {
@@ -157,6 +164,19 @@ func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer,
 		return "ok", pgw.Usage{}, nil
 	})
 	require.NoError(t, err)
+
+	up := testutil.NewUpstream(t)
+	gw = build(map[string]string{"CHAT__SOURCES": "up", "CHAT__UP__BASE_URL": up.URL})
+	st, err := gw.ChatStream(ctx, hello())
+	require.NoError(t, err)
+	for {
+		if _, err := st.Recv(); err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+	}
+	require.NoError(t, st.Close())
+	readBody(t, post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(true)))
 
 	var left, calls atomic.Int64
 	left.Store(50)
@@ -235,6 +255,11 @@ func TestEachObserverInterfaceAloneGetsItsEventsDirectlyInMultiAndInAsync(t *tes
 					want = im.async
 				}
 				assert.Equal(t, want, tl.names())
+				for _, name := range []string{"call", "start_call", "end_call"} {
+					if slices.Contains(want, name) {
+						assert.Equal(t, scenarioCalls, tl.count(name), "%s: one per call", name)
+					}
+				}
 				if !r.async {
 					// The ctx-following methods pair up.
 					assert.Equal(t, tl.count("start_call"), tl.count("end_call"))
