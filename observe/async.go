@@ -62,7 +62,7 @@ func Async(o Observer, buffer int) *AsyncObserver {
 // an observer that says it is off into one that is on: a call that finds it
 // off queues none of its events. Unlike the events, it is called on the
 // goroutine of the call that asks, and must be as safe for concurrent use
-// and as quick as an Observer's methods.
+// and as quick as an Observer's methods; a panic in it is not recovered.
 func (a *AsyncObserver) Enabled() bool { return Enabled(a.o) }
 
 // Dropped is the number of events that were not delivered: the queue was
