@@ -315,17 +315,18 @@ func memoReason(held bool) Reason {
 // ctx, once per source and round), so that a caller calling again as soon
 // as its call returned is not refused its own finished call's slot.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
-	return a.pick(ctx, attemptFails, estTokens, nil, nil, nil)
+	return a.pick(ctx, a.w.obs, attemptFails, estTokens, nil, nil, nil)
 }
 
 // pick is Pick that passes over the sources in exclude without asking any
-// gate about them (a hedge's round skips the sources its call already runs).
+// gate about them (a hedge's round skips the sources its call already runs)
+// and reports the round's rejections to obs (nil: to none).
 //
 // The ticket of the first source that gets one is into when into is not
 // nil, a new one otherwise; every later ticket of the round is new, so that
 // a ticket given back within the round (which a writer may still hold) is
 // never overwritten.
-func (a *SourceAdmission) pick(ctx context.Context, attemptFails map[string]int, estTokens int64, exclude []string, into *Ticket, slotsFull *bool) (*Ticket, Rejections, error) {
+func (a *SourceAdmission) pick(ctx context.Context, obs observe.Full, attemptFails map[string]int, estTokens int64, exclude []string, into *Ticket, slotsFull *bool) (*Ticket, Rejections, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -354,7 +355,7 @@ round:
 			continue
 		}
 		if ra, held := a.memo.remainingWhy(name, clock); ra > 0 {
-			rej = a.reject(rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
+			rej = a.reject(obs, rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
 			continue
 		}
 		if a.probes != nil && a.probes[i].n.Load() > 0 && !a.storeOut() {
@@ -412,7 +413,7 @@ round:
 			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
 			// entry that could outlive the probe and hide a recovered source.
 			a.memo.SetUntil(name, clock().Add(d.RetryAfter))
-			rej = a.reject(rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
+			rej = a.reject(obs, rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
 			continue
 		}
 		t := into
@@ -426,7 +427,7 @@ round:
 		a.lat.begin(i)
 		if paceFull {
 			t.giveBack(ctx)
-			rej = a.reject(rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
+			rej = a.reject(obs, rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
 			continue
 		}
 		if combined {
@@ -442,7 +443,7 @@ round:
 				if qd.Limit == gate.LimitInFlight {
 					full = append(full, slotAsk{i, epoch})
 				}
-				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
+				rej = a.reject(obs, rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
 			t.permit, t.hasPermit = p, true
@@ -464,7 +465,7 @@ round:
 				if qd.Limit == gate.LimitInFlight {
 					full = append(full, slotAsk{i, epoch})
 				}
-				rej = a.reject(rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
+				rej = a.reject(obs, rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
 			t.permit, t.hasPermit = p, true
@@ -472,7 +473,7 @@ round:
 		if a.adv != nil && !took.budget && !a.silentAt(i) {
 			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
 				t.giveBack(ctx)
-				rej = a.reject(rej, r, limit, clock)
+				rej = a.reject(obs, rej, r, limit, clock)
 				continue
 			}
 		}
@@ -482,7 +483,7 @@ round:
 			// meanwhile still holds the source off, read at a fresh now.
 			if ra, held := a.memo.remainingWhy(name, func() time.Time { return a.clock.Now() }); ra > 0 {
 				t.giveBack(ctx)
-				rej = a.reject(rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
+				rej = a.reject(obs, rej, Rejection{Source: name, Reason: memoReason(held), RetryAfter: ra}, "", clock)
 				continue
 			}
 		}
@@ -728,10 +729,11 @@ func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, ep
 	}
 }
 
-// reject adds r to the round's rejections and reports it to the observer.
-func (a *SourceAdmission) reject(rej Rejections, r Rejection, limit string, clock func() time.Time) Rejections {
-	if a.w.obs != nil {
-		a.w.rejected(r, limit, clock())
+// reject adds r to the round's rejections and reports it to obs, the
+// round's observer (nil: none).
+func (a *SourceAdmission) reject(obs observe.Full, rej Rejections, r Rejection, limit string, clock func() time.Time) Rejections {
+	if obs != nil {
+		a.w.rejected(obs, r, limit, clock())
 	}
 	return append(rej, r)
 }

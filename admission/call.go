@@ -38,6 +38,12 @@ type Call struct {
 
 	wctx context.Context // the waiting call's ctx, for a ContextObserver
 
+	// obs and tr report the call's rejections and waits when own (Observe);
+	// without, the admission's observer does.
+	obs observe.Full
+	tr  observe.ContextObserver
+	own bool
+
 	sib       *Siblings // the split call c is a part of; nil: none
 	sibMark   uint64    // sib's give-backs when the last round began
 	slotsFull bool      // the last round was refused some source's in-flight slots
@@ -57,6 +63,24 @@ func (c *Call) Init(a *SourceAdmission, stall StallBudget) {
 		*c = Call{}
 	}
 	c.a, c.stall = a, stall
+	c.obs, c.tr, c.own = nil, nil, false
+}
+
+// Observe makes o the observer of the call's rejections and waits, and tr
+// (o as a ContextObserver, or nil) the one that gets each wait's end with
+// the call's ctx: the view of the scope's observer that the call found
+// enabled when it started (observe.ForCall). A nil o reports none of them.
+// A Call not told so reports to its admission's observer.
+func (c *Call) Observe(o observe.Full, tr observe.ContextObserver) {
+	c.obs, c.tr, c.own = o, tr, true
+}
+
+// observer is the observer of c's rejections and waits.
+func (c *Call) observer() observe.Full {
+	if c.own {
+		return c.obs
+	}
+	return c.a.w.obs
 }
 
 // clean reports whether everything of c but its admission and stall budget
@@ -94,7 +118,7 @@ func (c *Call) PickInto(ctx context.Context, estTokens int64, into *Ticket) (*Ti
 		c.sibMark = c.sib.beginPick()
 	}
 	c.slotsFull = false
-	t, rej, err := c.a.pick(ctx, c.fails, estTokens, nil, into, &c.slotsFull)
+	t, rej, err := c.a.pick(ctx, c.observer(), c.fails, estTokens, nil, into, &c.slotsFull)
 	if c.sib != nil {
 		if t != nil {
 			t.sib = c.sib // its Done tells the siblings
@@ -117,7 +141,7 @@ func (c *Call) PickInto(ctx context.Context, estTokens int64, into *Ticket) (*Ti
 // already run. It never waits and never ends a wait: a nil Ticket means no
 // other source may run now.
 func (c *Call) PickOther(ctx context.Context, estTokens int64, exclude []string) (*Ticket, Rejections, error) {
-	return c.a.pick(ctx, c.fails, estTokens, exclude, nil, nil)
+	return c.a.pick(ctx, c.observer(), c.fails, estTokens, exclude, nil, nil)
 }
 
 // OnNoRunnable decides what the call does after a round that admitted no
@@ -197,7 +221,12 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		if allGate {
 			c.kind = "circuit_open"
 		}
-		if a.w.tr != nil && observe.Enabled(a.w.tr) {
+		switch {
+		case c.own:
+			if c.tr != nil {
+				c.wctx = ctx
+			}
+		case a.w.tr != nil && observe.Enabled(a.w.tr):
 			c.wctx = ctx
 		}
 		reasons := rej.Map()
@@ -208,8 +237,8 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 			slog.Any("reasons", reasons),
 			slog.Duration("retry_after", hint),
 			slog.Duration("wait", nap))
-		if a.w.obs != nil {
-			a.w.obs.ObserveWaitStart(observe.WaitStart{
+		if obs := c.observer(); obs != nil {
+			obs.ObserveWaitStart(observe.WaitStart{
 				Scope: a.scope, Reason: c.kind, Reasons: reasons,
 				RetryAfter: hint, Nap: nap, At: c.since,
 			})
@@ -245,14 +274,18 @@ func (c *Call) leave(err error, source string) {
 		attrs = append(attrs, slog.String("outcome", "admitted"), slog.String("source", source))
 	}
 	a.log.LogAttrs(context.Background(), slog.LevelInfo, "pgw: wait over", attrs...)
-	if a.w.obs != nil {
-		a.w.obs.ObserveWaitEnd(observe.WaitEnd{
+	if obs := c.observer(); obs != nil {
+		obs.ObserveWaitEnd(observe.WaitEnd{
 			Scope: a.scope, Reason: c.kind, RetryAfter: c.hint, Waited: waited,
 			Naps: c.naps, Source: source, Err: err, At: now,
 		})
 	}
 	if c.wctx != nil {
-		a.w.tr.EndWait(c.wctx, observe.WaitEnd{
+		tr := a.w.tr
+		if c.own {
+			tr = c.tr
+		}
+		tr.EndWait(c.wctx, observe.WaitEnd{
 			Scope: a.scope, Reason: c.kind, RetryAfter: c.hint, Waited: waited,
 			Naps: c.naps, Source: source, Err: err, At: now,
 		})

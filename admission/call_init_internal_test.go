@@ -5,14 +5,16 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/pgw-go/pgw/observe"
 )
 
 // Init forgets everything of a previous call, however it ended: a Call that
 // waited and failed is, after Init, what a fresh one is. The field count
 // makes a new field of Call fail here until clean knows it.
 func TestCallInitForgetsThePreviousCall(t *testing.T) {
-	if n := reflect.TypeFor[Call]().NumField(); n != 13 {
-		t.Fatalf("Call has %d fields; Call.clean and this test know 13", n)
+	if n := reflect.TypeFor[Call]().NumField(); n != 16 {
+		t.Fatalf("Call has %d fields; Call.clean, Call.Init and this test know 16", n)
 	}
 	a, b := &SourceAdmission{scope: "A"}, &SourceAdmission{scope: "B"}
 	type ctxKey struct{}
@@ -23,13 +25,14 @@ func TestCallInitForgetsThePreviousCall(t *testing.T) {
 			reasons: map[string]string{"s": "rate_limited"},
 			wctx:    context.WithValue(context.Background(), ctxKey{}, 1),
 			sib:     new(Siblings), sibMark: 2, slotsFull: true,
+			obs: observe.Nop{}, tr: observe.Multi().(observe.ContextObserver), own: true,
 		}
 	}
 	want := Call{a: b}
-	for i := range 12 {
+	for i := range 15 {
 		c := dirty()
 		// Each field dirty alone, then all of them.
-		if i < 11 {
+		if i < 14 {
 			fresh := Call{a: a}
 			v, f := reflect.ValueOf(c).Elem(), reflect.ValueOf(&fresh).Elem()
 			for j := 2; j < v.NumField(); j++ {

@@ -236,12 +236,9 @@ func (w *watch) adopt(ctx context.Context, i int, last, now *sight, retryAfter t
 	}
 }
 
-// rejected reports one rejection of a Pick round.
-func (w *watch) rejected(r Rejection, limit string, at time.Time) {
-	if w.obs == nil {
-		return
-	}
-	w.obs.ObserveRejection(observe.Rejection{
+// rejected reports one rejection of a Pick round to obs.
+func (w *watch) rejected(obs observe.Full, r Rejection, limit string, at time.Time) {
+	obs.ObserveRejection(observe.Rejection{
 		Scope: w.scope, Source: r.Source, Reason: string(r.Reason), Limit: limit,
 		RetryAfter: r.RetryAfter, At: at,
 	})

@@ -42,8 +42,8 @@ func (a *adapter) ObserveAdvertised(e Advertised) {
 }
 
 // ObserveAdvertised passes e to every member that is an AdvertisedObserver.
-func (m multi) ObserveAdvertised(e Advertised) {
-	for _, o := range m {
+func (m *multi) ObserveAdvertised(e Advertised) {
+	for _, o := range m.obs {
 		if ao, ok := o.(AdvertisedObserver); ok {
 			ao.ObserveAdvertised(e)
 		}

@@ -30,7 +30,10 @@ type AsyncObserver struct {
 	dropped atomic.Uint64
 }
 
-var _ Full = (*AsyncObserver)(nil)
+var (
+	_ Full            = (*AsyncObserver)(nil)
+	_ EnabledObserver = (*AsyncObserver)(nil)
+)
 
 // Async starts delivering to o through a queue of buffer events (buffer ≤ 0:
 // DefaultBuffer). o may implement any of the optional interfaces; events it
@@ -54,6 +57,13 @@ func Async(o Observer, buffer int) *AsyncObserver {
 	go a.run()
 	return a
 }
+
+// Enabled asks the observer Async delivers to, so that wrapping never turns
+// an observer that says it is off into one that is on: a call that finds it
+// off queues none of its events. Unlike the events, it is called on the
+// goroutine of the call that asks, and must be as safe for concurrent use
+// and as quick as an Observer's methods; a panic in it is not recovered.
+func (a *AsyncObserver) Enabled() bool { return Enabled(a.o) }
 
 // Dropped is the number of events that were not delivered: the queue was
 // full, they came after Close, or the observer panicked on them.

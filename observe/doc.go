@@ -8,10 +8,16 @@
 //
 // Observer is the small core every observer implements: attempt records and
 // state changes. The other events go to the optional interfaces
-// AttemptStartObserver, RejectionObserver, WaitObserver and CallObserver,
-// called only when the observer implements them (as net/http checks for
-// http.Flusher). Nop, Funcs, Multi, Async and the Prometheus collector
-// implement all of them (Full).
+// AttemptStartObserver, RejectionObserver, WaitObserver, CallObserver,
+// HedgeObserver and AdvertisedObserver, called only when the observer
+// implements them (as net/http checks for http.Flusher). Nop, Funcs, Multi,
+// Async and the Prometheus collector implement the first four (Full) and
+// HedgeObserver; Multi and Async pass every one of them on, each to the
+// observers that implement it.
+//
+// EnabledObserver lets an observer say it is off for now: a call that finds
+// it off when it starts hands it none of its events. Inside Multi each
+// member answers for itself; Async asks the observer it wraps.
 //
 // ContextObserver is for tracers: it sees each call's and each attempt's
 // ctx at their start and hands back the ctx they run under (carrying a
@@ -56,4 +62,7 @@
 //     why, per source, how long it expects to wait and how long it
 //     did.
 //   - CallResult: a governed call ended: success, or why not.
+//   - Hedge: a hedge of a call fired, won, was wasted or cancelled, or
+//     was due and skipped.
+//   - Advertised: an upstream answer's rate-limit figures.
 package observe

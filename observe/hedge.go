@@ -77,8 +77,8 @@ func (a *adapter) ObserveHedge(e Hedge) {
 	}
 }
 
-func (m multi) ObserveHedge(e Hedge) {
-	for _, o := range m {
+func (m *multi) ObserveHedge(e Hedge) {
+	for _, o := range m.obs {
 		if h, ok := o.(HedgeObserver); ok {
 			h.ObserveHedge(e)
 		}
@@ -112,8 +112,8 @@ func (a *adapter) ObserveHedgeContext(ctx context.Context, e Hedge) {
 }
 
 // ObserveHedgeContext passes e to the members that want it with the ctx.
-func (m multi) ObserveHedgeContext(ctx context.Context, e Hedge) {
-	for _, o := range m {
+func (m *multi) ObserveHedgeContext(ctx context.Context, e Hedge) {
+	for _, o := range m.obs {
 		if h, ok := o.(HedgeContextObserver); ok {
 			h.ObserveHedgeContext(ctx, e)
 		}

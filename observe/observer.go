@@ -1,5 +1,7 @@
 package observe
 
+import "sync/atomic"
+
 // Observer receives what pgw does. Its methods are called synchronously, on
 // the goroutines of the calls, outside every lock of pgw's, possibly
 // concurrently: an implementation must be safe for concurrent use and quick
@@ -59,8 +61,15 @@ type CallObserver interface {
 
 // EnabledObserver is an Observer that can say it would ignore every event
 // for now, as a log below its level does. pgw asks once per call, when the
-// call starts, and builds none of the call's reports while it says false.
-// An Observer without the method is always enabled.
+// call starts, and builds none of the call's reports while it says false:
+// the observer gets none of that call's events — attempt starts and
+// records, rejections, waits, hedges, the call's result, and for a
+// ContextObserver its StartCall and the rest. Inside Multi each member is
+// asked for itself; Async and the adapter of AsFull ask the observer they
+// wrap. State changes and advertised rate limits are news of a source, not
+// of a call: they are delivered whatever Enabled says, so that each state
+// change still starts where the one before ended. An Observer without the
+// method is always enabled.
 type EnabledObserver interface {
 	// Enabled reports whether the observer wants the events of a call
 	// starting now.
@@ -258,21 +267,98 @@ func (f Funcs) ObserveCall(e CallResult) {
 
 // Multi returns an observer that passes every event to each of obs in turn
 // (nil entries skipped), each getting the events its methods accept. It is
-// safe for concurrent use when they are.
+// safe for concurrent use when they are. A Multi among obs is flattened
+// into its members.
+//
+// Each member's Enabled is its own: pgw asks every member once per call,
+// when the call starts (ForCall), and the events of that call go to the
+// members that said true, so a member that is off gets none of them while
+// the others get them all. A Multi is enabled when one of its members is.
 func Multi(obs ...Observer) Full {
-	m := make(multi, 0, len(obs))
+	m := &multi{obs: make([]Full, 0, len(obs))}
 	for _, o := range obs {
-		if f := AsFull(o); f != nil {
-			m = append(m, f)
+		switch f := AsFull(o).(type) {
+		case nil:
+		case *multi:
+			m.obs = append(m.obs, f.obs...)
+		default:
+			m.obs = append(m.obs, f)
 		}
+	}
+	if len(m.obs) <= maxCachedMembers {
+		m.sub = make([]atomic.Pointer[multi], 1<<len(m.obs))
 	}
 	return m
 }
 
-type multi []Full
+// maxCachedMembers is the largest Multi whose every subset of members a call
+// may find enabled is built once and kept (2^n of them).
+const maxCachedMembers = 6
 
-func (m multi) Enabled() bool {
-	for _, o := range m {
+type multi struct {
+	obs []Full
+	// sub holds, by the mask of the members enabled, the Multi of those
+	// members, built the first time a call finds that mask; nil when obs
+	// is too long to keep every subset.
+	sub []atomic.Pointer[multi]
+}
+
+// ForCall returns the observer that gets the events of a call starting
+// now: nil when o is not enabled (Enabled); for a Multi, o itself when
+// every member is enabled, or else a Multi of the members that are. pgw
+// calls it once per call, when the call starts, and hands that call's
+// events (its attempts, rejections, waits, hedges, result and contexts)
+// to what it returns, so a ContextObserver's ends always match its
+// starts.
+func ForCall(o Full) Full {
+	m, ok := o.(*multi)
+	if !ok {
+		if o == nil || !Enabled(o) {
+			return nil
+		}
+		return o
+	}
+	if len(m.obs) > 64 {
+		if s := m.subset(func(i int) bool { return Enabled(m.obs[i]) }); len(s.obs) > 0 {
+			return s
+		}
+		return nil
+	}
+	var mask uint64
+	for i, f := range m.obs {
+		if Enabled(f) {
+			mask |= 1 << i
+		}
+	}
+	switch {
+	case mask == 0:
+		return nil
+	case mask == 1<<len(m.obs)-1:
+		return m
+	case m.sub == nil:
+		return m.subset(func(i int) bool { return mask&(1<<i) != 0 })
+	}
+	if s := m.sub[mask].Load(); s != nil {
+		return s
+	}
+	s := m.subset(func(i int) bool { return mask&(1<<i) != 0 })
+	m.sub[mask].Store(s)
+	return s
+}
+
+// subset returns a Multi of the members of m that in keeps.
+func (m *multi) subset(in func(int) bool) *multi {
+	s := &multi{}
+	for i, f := range m.obs {
+		if in(i) {
+			s.obs = append(s.obs, f)
+		}
+	}
+	return s
+}
+
+func (m *multi) Enabled() bool {
+	for _, o := range m.obs {
 		if Enabled(o) {
 			return true
 		}
@@ -280,44 +366,44 @@ func (m multi) Enabled() bool {
 	return false
 }
 
-func (m multi) ObserveAttempt(e AttemptRecord) {
-	for _, o := range m {
+func (m *multi) ObserveAttempt(e AttemptRecord) {
+	for _, o := range m.obs {
 		o.ObserveAttempt(e)
 	}
 }
 
-func (m multi) ObserveStateChange(e StateChange) {
-	for _, o := range m {
+func (m *multi) ObserveStateChange(e StateChange) {
+	for _, o := range m.obs {
 		o.ObserveStateChange(e)
 	}
 }
 
-func (m multi) ObserveAttemptStart(e AttemptStart) {
-	for _, o := range m {
+func (m *multi) ObserveAttemptStart(e AttemptStart) {
+	for _, o := range m.obs {
 		o.ObserveAttemptStart(e)
 	}
 }
 
-func (m multi) ObserveRejection(e Rejection) {
-	for _, o := range m {
+func (m *multi) ObserveRejection(e Rejection) {
+	for _, o := range m.obs {
 		o.ObserveRejection(e)
 	}
 }
 
-func (m multi) ObserveWaitStart(e WaitStart) {
-	for _, o := range m {
+func (m *multi) ObserveWaitStart(e WaitStart) {
+	for _, o := range m.obs {
 		o.ObserveWaitStart(e)
 	}
 }
 
-func (m multi) ObserveWaitEnd(e WaitEnd) {
-	for _, o := range m {
+func (m *multi) ObserveWaitEnd(e WaitEnd) {
+	for _, o := range m.obs {
 		o.ObserveWaitEnd(e)
 	}
 }
 
-func (m multi) ObserveCall(e CallResult) {
-	for _, o := range m {
+func (m *multi) ObserveCall(e CallResult) {
+	for _, o := range m.obs {
 		o.ObserveCall(e)
 	}
 }

@@ -67,8 +67,8 @@ func AsContext(o Observer) ContextObserver {
 	switch o := o.(type) {
 	case *adapter:
 		return AsContext(o.o)
-	case multi:
-		for _, m := range o {
+	case *multi:
+		for _, m := range o.obs {
 			if AsContext(m) != nil {
 				return o
 			}
@@ -80,8 +80,8 @@ func AsContext(o Observer) ContextObserver {
 	return nil
 }
 
-func (m multi) StartCall(ctx context.Context, e CallStart) context.Context {
-	for _, o := range m {
+func (m *multi) StartCall(ctx context.Context, e CallStart) context.Context {
+	for _, o := range m.obs {
 		if c := AsContext(o); c != nil {
 			ctx = c.StartCall(ctx, e)
 		}
@@ -89,8 +89,8 @@ func (m multi) StartCall(ctx context.Context, e CallStart) context.Context {
 	return ctx
 }
 
-func (m multi) StartAttempt(ctx context.Context, e AttemptStart) context.Context {
-	for _, o := range m {
+func (m *multi) StartAttempt(ctx context.Context, e AttemptStart) context.Context {
+	for _, o := range m.obs {
 		if c := AsContext(o); c != nil {
 			ctx = c.StartAttempt(ctx, e)
 		}
@@ -98,24 +98,24 @@ func (m multi) StartAttempt(ctx context.Context, e AttemptStart) context.Context
 	return ctx
 }
 
-func (m multi) EndAttempt(ctx context.Context, e AttemptRecord) {
-	for _, o := range m {
+func (m *multi) EndAttempt(ctx context.Context, e AttemptRecord) {
+	for _, o := range m.obs {
 		if c := AsContext(o); c != nil {
 			c.EndAttempt(ctx, e)
 		}
 	}
 }
 
-func (m multi) EndWait(ctx context.Context, e WaitEnd) {
-	for _, o := range m {
+func (m *multi) EndWait(ctx context.Context, e WaitEnd) {
+	for _, o := range m.obs {
 		if c := AsContext(o); c != nil {
 			c.EndWait(ctx, e)
 		}
 	}
 }
 
-func (m multi) EndCall(ctx context.Context, e CallResult) {
-	for _, o := range m {
+func (m *multi) EndCall(ctx context.Context, e CallResult) {
+	for _, o := range m.obs {
 		if c := AsContext(o); c != nil {
 			c.EndCall(ctx, e)
 		}

@@ -707,17 +707,22 @@ func giveBackLost[T any](ctx context.Context, l *Loop, r legResult[T]) {
 	r.leg.ar.end(outcome, err, r.usage)
 }
 
-// hedgeEvent reports a hedge to the observer, when it wants hedges, and
-// with the call's ctx to a ContextObserver that wants them so.
+// hedgeEvent reports a hedge to the call's observer, when it wants hedges,
+// and with the call's ctx to a ContextObserver that wants them so; a call
+// with no report (no observer enabled when it started) reports none.
 func (l *Loop) hedgeEvent(rep *report, event, source, primary string) {
-	if l.hedgeObs == nil && (rep == nil || rep.ctx == nil) {
+	if rep == nil {
+		return
+	}
+	ho, _ := rep.o.(observe.HedgeObserver)
+	if ho == nil && rep.ctx == nil {
 		return
 	}
 	e := observe.Hedge{Scope: l.scope, Source: source, Primary: primary, Event: event, At: l.clock.Now()}
-	if l.hedgeObs != nil {
-		l.hedgeObs.ObserveHedge(e)
+	if ho != nil {
+		ho.ObserveHedge(e)
 	}
-	if rep != nil && rep.ctx != nil {
+	if rep.ctx != nil {
 		if hc, ok := rep.tr.(observe.HedgeContextObserver); ok {
 			hc.ObserveHedgeContext(rep.ctx, e)
 		}

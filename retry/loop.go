@@ -96,8 +96,7 @@ type Loop struct {
 	partSlots      int          // MAX_IN_FLIGHT summed over the sources when every source has one; 0: unbounded
 	obs            observe.Full // nil: no observer
 	tr             observe.ContextObserver
-	hedge          *hedging // nil: the scope does not hedge
-	hedgeObs       observe.HedgeObserver
+	hedge          *hedging       // nil: the scope does not hedge
 	wall           bool           // clock is the system's: nowAfter may read the monotonic clock alone
 	inlineGiveBack bool           // no Writer: a ticket's Done gives back before it returns
 	legs           sync.WaitGroup // hedged attempts running on goroutines of their own
@@ -130,7 +129,6 @@ func New(cfg Config) (*Loop, error) {
 		hedge:          newHedging(sc, cfg.HedgeTimer),
 		inlineGiveBack: cfg.Writer == nil,
 	}
-	l.hedgeObs, _ = cfg.Observer.(observe.HedgeObserver)
 	if l.classify == nil {
 		l.classify = Classify
 	}
@@ -373,6 +371,11 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 	stall, call := &st.stall, &st.call
 	stall.start(l.clock, l.window, &l.deliveries, l.clock.Now())
 	call.Init(l.adm, stall)
+	if rep != nil {
+		call.Observe(rep.o, rep.tr)
+	} else {
+		call.Observe(nil, nil)
+	}
 	if sib != nil {
 		call.SetSiblings(sib)
 	}

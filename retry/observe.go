@@ -18,9 +18,10 @@ import (
 // panic itself goes on up the caller's stack).
 var errPanicked = errors.New("pgw/retry: the attempt panicked")
 
-// report is one call's reporting to the loop's observer (Config.Observer);
-// nil when the loop has none, or none that is enabled when the call starts
-// (observe.Enabled), so such a call allocates nothing for it. Everything is reported on the call's goroutine, in the
+// report is one call's reporting to the loop's observer (Config.Observer),
+// or to those of its members that are enabled when the call starts
+// (observe.ForCall); nil when the loop has none, or none that is enabled,
+// so such a call allocates nothing for it. Everything is reported on the call's goroutine, in the
 // order it happens: attempt start, attempt record, then — from the
 // admission, when the outcome moved the breaker — the state change, and
 // the call's result last.
@@ -40,10 +41,15 @@ type report struct {
 }
 
 func (l *Loop) newReport() *report {
-	if !observe.Enabled(l.obs) {
+	o := observe.ForCall(l.obs)
+	if o == nil {
 		return nil
 	}
-	return &report{o: l.obs, tr: l.tr, sources: l.sources, scope: l.scope, clock: l.clock, start: l.clock.Now()}
+	tr := l.tr
+	if tr != nil {
+		tr = observe.AsContext(o) // o may hold only some of l.obs's members
+	}
+	return &report{o: o, tr: tr, sources: l.sources, scope: l.scope, clock: l.clock, start: l.clock.Now()}
 }
 
 // begin hands the call's ctx to a ContextObserver and returns the ctx the

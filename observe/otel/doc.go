@@ -41,8 +41,12 @@
 // probe lease), pgw.attempt (from 1), pgw.outcome (success, failure,
 // throttle, fatal, caller_error, canceled, abandoned, closed, panic,
 // hedge_lost) and pgw.retry_after (s; the upstream's Retry-After, which pgw
-// honoured by holding the source off). The attempt of a custom function (pgw.Call) is a
-// "pgw.attempt" span without gen_ai attributes.
+// honoured by holding the source off). The attempt of a custom function
+// (pgw.Call, pgw.CallStream) and that of a request sent through
+// GatewayClient.HTTPClient, whose operation pgw does not model, is a
+// "pgw.attempt" span without gen_ai.operation.name, gen_ai.provider.name
+// or gen_ai.request.model (gen_ai.response.model and the token counts when
+// the answer names them), and it records none of the GenAI metrics.
 //
 // A streamed chat answer's attempt span, and the call's, end when the stream
 // ends: at io.EOF, an error, or Close.

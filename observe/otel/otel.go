@@ -167,7 +167,7 @@ func (ob *Observer) instruments(m metric.Meter) {
 	ob.attempts, _ = m.Int64Counter("pgw_attempts_total",
 		metric.WithDescription("Finished attempts of governed calls, by outcome."))
 	ob.rejections, _ = m.Int64Counter("pgw_gate_rejections_total",
-		metric.WithDescription("Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, adaptive_paced)."))
+		metric.WithDescription("Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, retry_after, adaptive_paced)."))
 	ob.calls, _ = m.Int64Counter("pgw_calls_total",
 		metric.WithDescription("Finished governed calls, by result."))
 	ob.state, _ = m.Int64Gauge("pgw_breaker_state",

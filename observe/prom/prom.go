@@ -126,7 +126,7 @@ func New(opts ...Option) *Collector {
 			Name: "pgw_attempts_total", Help: "Finished attempts of governed calls, by outcome.", ConstLabels: o.constLabels,
 		}, []string{"scope", "source", "outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgw_gate_rejections_total", Help: "Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, adaptive_paced).", ConstLabels: o.constLabels,
+			Name: "pgw_gate_rejections_total", Help: "Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, retry_after, adaptive_paced).", ConstLabels: o.constLabels,
 		}, []string{"scope", "source", "reason"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgw_calls_total", Help: "Finished governed calls, by result.", ConstLabels: o.constLabels,

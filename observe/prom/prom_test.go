@@ -104,7 +104,7 @@ pgw_attempts_total{outcome="success",scope="CHAT",source="s2"} 2
 pgw_calls_total{result="caller_error",scope="CHAT"} 1
 pgw_calls_total{result="circuit_open",scope="CHAT"} 1
 pgw_calls_total{result="success",scope="CHAT"} 2
-# HELP pgw_gate_rejections_total Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, adaptive_paced).
+# HELP pgw_gate_rejections_total Sources an admission round skipped, by reason (cooldown, circuit_open, rate_limited, retry_after, adaptive_paced).
 # TYPE pgw_gate_rejections_total counter
 pgw_gate_rejections_total{reason="circuit_open",scope="CHAT",source="s1"} 1
 pgw_gate_rejections_total{reason="circuit_open",scope="CHAT",source="s2"} 1
