@@ -94,8 +94,9 @@ func (w Window) Known() bool { return w.Remaining >= 0 }
 // RateLimits is what one upstream answer says about the source's limits.
 type RateLimits struct {
 	// Requests and Tokens are the request and token windows. For Anthropic,
-	// Tokens is the tightest of the tokens, input-tokens and output-tokens
-	// windows the answer carries.
+	// Tokens is the tokens window (input and output together, as a call's
+	// estimate counts them), or when the answer carries none the tighter of
+	// its input-tokens and output-tokens windows.
 	Requests, Tokens Window
 	// RetryAfter is the answer's explicit wait (Retry-After, retry-after-ms,
 	// Gemini's retry delay), 0 when none; HasRetryAfter tells an explicit 0.
@@ -118,11 +119,19 @@ func ParseRateLimits(d Dialect, h http.Header, now time.Time) RateLimits {
 	switch d {
 	case DialectAnthropic:
 		r.Requests = r.window(h, "anthropic-ratelimit-requests-", now)
-		r.Tokens = unknownWindow()
-		for _, kind := range []string{"tokens", "input-tokens", "output-tokens"} {
-			w := r.window(h, "anthropic-ratelimit-"+kind+"-", now)
-			if w.Known() && (!r.Tokens.Known() || w.Remaining < r.Tokens.Remaining) {
-				r.Tokens = w
+		// A call's token estimate is its prompt and its answer bound
+		// together, so it is reserved against the window that counts both,
+		// tokens-*; the input- and output-token windows count one side each
+		// (reserving a whole estimate against the output window would refuse
+		// calls the upstream has room for). Without tokens-*, the tighter
+		// of the two stands in.
+		r.Tokens = r.window(h, "anthropic-ratelimit-tokens-", now)
+		if !r.Tokens.Known() {
+			for _, kind := range []string{"input-tokens", "output-tokens"} {
+				w := r.window(h, "anthropic-ratelimit-"+kind+"-", now)
+				if w.Known() && (!r.Tokens.Known() || w.Remaining < r.Tokens.Remaining) {
+					r.Tokens = w
+				}
 			}
 		}
 	default:
