@@ -11,7 +11,7 @@ import (
 // BASE_URL of every source its default HTTP transport would call. The
 // loaders and Validate treat the key as optional; FromEnvRequiring and
 // ValidateRequiring report each source that leaves it empty in the same
-// *errs.ConfigError (pgw.ConfigError) as every other problem, as an unset
+// error (errors.As: *pgw.ConfigError) as every other problem, as an unset
 // key. With Allow set, a Requirement narrows the key's legal values
 // instead (the gateway refuses PROVIDER=anthropic in EMBEDDING, which has
 // no embeddings API), reported likewise with the value.
