@@ -229,10 +229,20 @@ func (r *RateLimits) reset(w *Window, h http.Header, name string, now time.Time)
 	w.Reset = d
 }
 
+// Plain numbers from these on are Unix times (in seconds, then in
+// milliseconds), as some OpenAI-compatible proxies send their resets: a
+// wait of 10⁹ seconds is 31 years.
+const (
+	unixSeconds = 1e9
+	unixMillis  = 1e12
+)
+
 // ParseReset reads a reset value received at now as the time until the
 // reset: a Go-like duration ("6m0s", "1h2m3s", "120ms", "7.66s"), plain
-// seconds ("20", "0.5"), or an RFC 3339 instant ("2025-08-21T12:40:59Z"). A
-// past instant gives (0, true); unreadable or negative values give false.
+// seconds ("20", "0.5"), a Unix time in seconds or milliseconds
+// ("1755780020", "1755780020000": a plain number of 10⁹ or more), or an
+// RFC 3339 instant ("2025-08-21T12:40:59Z"). A past instant gives (0,
+// true); unreadable or negative values give false.
 func ParseReset(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if d, err := time.ParseDuration(v); err == nil {
@@ -241,6 +251,18 @@ func ParseReset(v string, now time.Time) (time.Duration, bool) {
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		if math.IsNaN(s) || s < 0 {
 			return 0, false
+		}
+		if s >= unixSeconds && !math.IsInf(s, 0) {
+			// No wait is 31 years long: this is the Unix time of the reset,
+			// in milliseconds from unixMillis on.
+			ns := s * 1e9
+			if s >= unixMillis {
+				ns = s * 1e6
+			}
+			if ns >= math.MaxInt64 {
+				return 0, false
+			}
+			return max(time.Unix(0, int64(ns)).Sub(now), 0), true
 		}
 		if s >= MaxRetryAfter.Seconds() {
 			return MaxRetryAfter, true
