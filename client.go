@@ -89,7 +89,7 @@ type scope struct {
 // between keys, and the BASE_URL of each source the default transport would
 // call without one.
 func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
-	s, err := config.FromEnvRequiring(baseURLRequirements(buildOptions(opts))...)
+	s, err := config.FromEnvRequiring(requirements(buildOptions(opts))...)
 	if err != nil {
 		return nil, public(err)
 	}
@@ -109,11 +109,8 @@ func NewFromEnv(ctx context.Context, opts ...Option) (*GatewayClient, error) {
 // serves from local gates until Redis answers.
 func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error) {
 	o := buildOptions(opts)
-	if err := s.ValidateRequiring(baseURLRequirements(o)...); err != nil {
+	if err := s.ValidateRequiring(requirements(o)...); err != nil {
 		return nil, public(err)
-	}
-	if err := checkProviders(&s, o); err != nil {
-		return nil, err
 	}
 	s = s.WithDefaults()
 	g := &GatewayClient{
@@ -278,37 +275,13 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// checkProviders reports every EMBEDDING source that the default transport
-// would serve although its provider has no embeddings API (Anthropic).
-func checkProviders(s *Settings, o options) error {
-	if o.embed != nil {
-		return nil
-	}
-	var ps []ConfigProblem
-	for _, sc := range s.Scopes {
-		if sc.Name != ScopeEmbedding {
-			continue
-		}
-		for _, src := range sc.Sources {
-			if src.Provider == config.ProviderAnthropic {
-				ps = append(ps, ConfigProblem{
-					Key:   sc.Name + "__" + config.Key(src.Name) + "__PROVIDER",
-					Value: string(src.Provider),
-					Legal: "openai or azure: Anthropic has no embeddings API (or plug a transport in with pgw.WithEmbedTransport)",
-				})
-			}
-		}
-	}
-	if len(ps) > 0 {
-		return &ConfigError{Problems: ps}
-	}
-	return nil
-}
-
-// baseURLRequirements requires BASE_URL of every source of a typed scope
-// (CHAT, EMBEDDING, OCR) that the default transport serves: a call without
-// one could never succeed, so it is a configuration error, not a runtime one.
-func baseURLRequirements(o options) []config.Requirement {
+// requirements are the keys the gateway's default transports need, checked
+// with every other problem in one *ConfigError: BASE_URL of every source of
+// a typed scope (CHAT, EMBEDDING, OCR) that the default transport serves (a
+// call without one could never succeed, so it is a configuration error, not
+// a runtime one), and a PROVIDER other than anthropic for the EMBEDDING
+// sources the default transport serves (Anthropic has no embeddings API).
+func requirements(o options) []config.Requirement {
 	var scopes []string
 	for name, def := range map[string]bool{ScopeChat: o.chat == nil, ScopeEmbedding: o.embed == nil, ScopeOCR: o.ocr == nil} {
 		if def {
@@ -318,11 +291,20 @@ func baseURLRequirements(o options) []config.Requirement {
 	if len(scopes) == 0 {
 		return nil
 	}
-	return []config.Requirement{{
+	reqs := []config.Requirement{{
 		Scopes: scopes,
 		Key:    "BASE_URL",
 		Legal:  "an absolute http(s) URL: the default transport needs it (or plug a transport in with pgw.With…Transport)",
 	}}
+	if o.embed == nil {
+		reqs = append(reqs, config.Requirement{
+			Scopes: []string{ScopeEmbedding},
+			Key:    "PROVIDER",
+			Legal:  "openai or azure: Anthropic has no embeddings API (or plug a transport in with pgw.WithEmbedTransport)",
+			Allow:  func(v string) bool { return v != string(config.ProviderAnthropic) },
+		})
+	}
+	return reqs
 }
 
 // Scopes returns the names of the configured scopes, in settings order.

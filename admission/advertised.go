@@ -33,6 +33,7 @@ type Advertising struct {
 type advertiser struct {
 	Advertising
 	logged    sync.Map // source → struct{}: the limits mismatch was logged
+	clamped   sync.Map // source → struct{}: a clamped reset was logged at Info
 	malformed atomic.Uint64
 	sources   map[string]*heard // read-only after New
 }
@@ -99,7 +100,8 @@ func (a *SourceAdmission) MalformedHeaders() uint64 {
 // in the source's dialect, at the admission's now. It is cheap and does no
 // I/O: a transport's response sink calls it; Advertise then applies the
 // result. Malformed values are ignored (logged at Debug and counted), resets
-// beyond provider.MaxReset are clamped (logged at Info); nothing fails.
+// beyond provider.MaxReset are clamped (logged at Info the first time for a
+// source, at Debug after that); nothing fails.
 func (a *SourceAdmission) ReadAnswer(source string, h http.Header) provider.RateLimits {
 	if a.adv == nil {
 		return provider.RateLimits{}
@@ -119,7 +121,13 @@ func (a *SourceAdmission) ReadAnswer(source string, h http.Header) provider.Rate
 			slog.String("scope", a.scope), slog.String("source", source), slog.String("headers", strings.Join(vals, ", ")))
 	}
 	if len(rl.Clamped) > 0 {
-		a.log.LogAttrs(context.Background(), slog.LevelInfo, "pgw: rate-limit reset too far ahead; clamped",
+		// A daily window resets hours ahead on every answer: Info once per
+		// source, Debug after that.
+		level := slog.LevelDebug
+		if _, seen := a.adv.clamped.LoadOrStore(source, struct{}{}); !seen {
+			level = slog.LevelInfo
+		}
+		a.log.LogAttrs(context.Background(), level, "pgw: rate-limit reset too far ahead; clamped",
 			slog.String("scope", a.scope), slog.String("source", source),
 			slog.String("headers", strings.Join(rl.Clamped, ", ")), slog.Duration("cap", provider.MaxReset))
 	}

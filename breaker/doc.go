@@ -107,6 +107,8 @@
 //	IsSuccessful, IsExcluded   Config.IsSuccessful, Config.IsExcluded (and ExcludedErrors)
 //	Execute, Counts, State     Execute / Do, Counts, State
 //	TwoStepCircuitBreaker      Allow → Token.Done
+//	ErrOpenState,              ErrOpen (errors.Is); the *OpenError's State is Open, or
+//	ErrTooManyRequests         HalfOpen when the phase has no probe left to grant
 //	distributed breaker        Config.Gate: a Redis gate (gate/redis), one script per step
 //
 // Settings of failsafe-go's circuit breaker and their pgw equivalents:
@@ -127,6 +129,7 @@
 //	event Metrics(), Context()         StateChange.Counts, StateChange.Context
 //	Open(), Close(), HalfOpen()        Breaker.Open, Close, HalfOpen (Open holds; see below)
 //	IsOpen, IsClosed, IsHalfOpen       State() == gate.Open, ...
+//	ErrOpen                            ErrOpen (errors.Is), an *OpenError with RetryAfter
 //	Metrics(): Executions, Failures,   Counts(): Executions, TotalFailures, TotalSuccesses,
 //	Successes, FailureRate, SuccessRate  FailureRate, SuccessRate
 //	RemainingDelay                     Gate().Snapshot(...).RetryAfter, OpenError.RetryAfter

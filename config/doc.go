@@ -71,8 +71,8 @@
 // names are letters and digits joined by single '-' or '_', and two names of
 // one scope that give the same key are an error.
 //
-// Every problem is reported at once: one *errs.ConfigError (re-exported as
-// pgw.ConfigError, code PGW-CONFIG) lists each bad key with its value and
+// Every problem is reported at once: one error, which errors.As turns into
+// a *pgw.ConfigError (code PGW-CONFIG), lists each bad key with its value and
 // the legal values, sorted by key; a required key that is missing shows as
 // "KEY unset". Secret values are shown as "<redacted>", URLs without their
 // user info and query.

@@ -43,8 +43,8 @@ type LookupFunc func(key string) (value string, ok bool)
 // (typos such as CHAT__CIRCUT_OPEN), which FromLookup cannot see.
 //
 // The Settings returned have every default filled in and pass Validate; any
-// problem is returned as one *errs.ConfigError (pgw.ConfigError) listing
-// every bad key.
+// problem is returned as one error listing every bad key, which errors.As
+// turns into a *pgw.ConfigError.
 func FromEnv() (*Settings, error) {
 	return FromEnvRequiring()
 }

@@ -46,7 +46,7 @@ var globalFields = []field[Settings]{
 	},
 	{
 		suffix: "PGW_REDIS_CLUSTER_ADDRS",
-		legal:  "comma-separated host:port list, e.g. 10.0.0.1:7000,10.0.0.2:7000",
+		legal:  "comma-separated host:port list, e.g. 10.0.0.1:7000,10.0.0.2:7000 (credentials and options go in PGW_REDIS_URL)",
 		load: func(s *Settings, raw string) bool {
 			addrs := splitList(raw)
 			if !validAddrs(addrs) {
@@ -57,8 +57,9 @@ var globalFields = []field[Settings]{
 		},
 		check: func(s *Settings) (string, bool) {
 			a := s.Redis.ClusterAddrs
-			return strings.Join(a, ","), len(a) == 0 || validAddrs(a)
+			return showAddrs(strings.Join(a, ",")), len(a) == 0 || validAddrs(a)
 		},
+		show: showAddrs,
 	},
 	{
 		suffix: "PGW_REDIS_PREFIX",
@@ -256,10 +257,24 @@ func withUser(s, scheme string, hidUser bool) string {
 	return prefix + Redacted + "@" + s[len(prefix):]
 }
 
+// showAddrs shows a PGW_REDIS_CLUSTER_ADDRS value for a Problem. A seed
+// is host:port, but a Redis URL pasted there carries its password: an item
+// that looks like a URL, or holds an '@' or a '?', is shown as redactURL
+// shows it (without user info and query), or hidden whole.
+func showAddrs(raw string) string {
+	items := strings.Split(raw, ",")
+	for i, it := range items {
+		if strings.ContainsAny(it, "@?") || strings.Contains(it, "://") {
+			items[i] = redactURL(strings.TrimSpace(it))
+		}
+	}
+	return clip(strings.Join(items, ","))
+}
+
 func validAddrs(addrs []string) bool {
 	for _, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" {
+		if err != nil || host == "" || strings.ContainsAny(host, "@/?#") {
 			return false
 		}
 		p, err := strconv.Atoi(port)

@@ -11,8 +11,10 @@ import (
 // BASE_URL of every source its default HTTP transport would call. The
 // loaders and Validate treat the key as optional; FromEnvRequiring and
 // ValidateRequiring report each source that leaves it empty in the same
-// *errs.ConfigError (pgw.ConfigError) as every other problem, as an unset
-// key.
+// error (errors.As: *pgw.ConfigError) as every other problem, as an unset
+// key. With Allow set, a Requirement narrows the key's legal values
+// instead (the gateway refuses PROVIDER=anthropic in EMBEDDING, which has
+// no embeddings API), reported likewise with the value.
 type Requirement struct {
 	// Scopes are the scopes whose sources need the key.
 	Scopes []string
@@ -21,6 +23,11 @@ type Requirement struct {
 	Key string
 	// Legal says what the key must hold and why it is needed.
 	Legal string
+	// Allow, when set, reports whether the key's effective value (as it
+	// would be written in the environment, defaults filled in) is one the
+	// consumer can use; a source whose value it refuses is a problem. A
+	// value already reported as illegal is not asked about.
+	Allow func(value string) bool
 }
 
 // FromEnvRequiring is FromEnv that also reports every source that misses a
@@ -48,7 +55,8 @@ func (s *Settings) ValidateRequiring(reqs ...Requirement) error {
 }
 
 // require adds a problem for each source of s that leaves a key of reqs
-// empty, unless that key is already reported.
+// empty, or whose value a requirement's Allow refuses, unless that key is
+// already reported.
 func require(s Settings, reqs []Requirement, ps *problems) {
 	for _, r := range reqs {
 		i := slices.IndexFunc(sourceFields, func(f field[Source]) bool { return f.suffix == r.Key })
@@ -62,7 +70,14 @@ func require(s Settings, reqs []Requirement, ps *problems) {
 			}
 			for j := range sc.Sources {
 				key := sc.Name + "__" + Key(sc.Sources[j].Name) + "__" + r.Key
-				if shown, _ := f.check(&sc.Sources[j]); strings.TrimSpace(shown) == "" && !ps.has(key) {
+				shown, legal := f.check(&sc.Sources[j])
+				switch {
+				case ps.has(key):
+				case r.Allow != nil:
+					if legal && !r.Allow(shown) {
+						ps.add(key, shown, r.Legal)
+					}
+				case strings.TrimSpace(shown) == "":
 					ps.addUnset(key, r.Legal)
 				}
 			}

@@ -10,7 +10,8 @@ import (
 //
 //   - any key under an active scope's prefix that is neither a scope key nor
 //     a key of a listed source (CHAT__CIRCUT_OPEN, CHAT__BAKUP__API_KEY
-//     when BAKUP is not in CHAT__SOURCES);
+//     when BAKUP is not in CHAT__SOURCES); when {SCOPE}__SOURCES is itself
+//     invalid ("a;b"), the problem of such a key says so;
 //   - any key under the prefix of a listed scope whose {SCOPE}__SOURCES is
 //     not set: such a scope is inactive, so the key would be ignored;
 //   - {SCOPE}__SOURCES, and the keys under its prefix, for a scope missing
@@ -30,6 +31,11 @@ import (
 func reportUnknown(names, listed []string, scopesBad bool, active []ScopeSettings, ps *problems) {
 	k := newKnownKeys(listed, active)
 	k.scopesBad = scopesBad
+	for _, sc := range active {
+		if ps.has(sc.Name + "__" + keySources) {
+			k.sourcesBad[sc.Name] = true
+		}
+	}
 	scopesFrom := "unset, so " + DefaultScopes
 	if slices.Contains(names, keyScopes) {
 		scopesFrom = strings.Join(listed, ",")
@@ -61,10 +67,13 @@ type knownKeys struct {
 	// scopesBad: PGW_SCOPES is reported already, so a scope missing from
 	// it may be the one mistyped there.
 	scopesBad bool
+	// sourcesBad: the scopes whose {SCOPE}__SOURCES is reported already, so
+	// a source missing from it may be one mistyped there.
+	sourcesBad map[string]bool
 }
 
 func newKnownKeys(listed []string, active []ScopeSettings) *knownKeys {
-	k := &knownKeys{all: map[string]bool{}, listed: listed, active: map[string][]string{}}
+	k := &knownKeys{all: map[string]bool{}, listed: listed, active: map[string][]string{}, sourcesBad: map[string]bool{}}
 	for _, f := range globalFields {
 		k.globals = append(k.globals, f.suffix)
 	}
@@ -131,6 +140,14 @@ func (k *knownKeys) judge(name string, names []string, scopesFrom string) (strin
 			}
 			return withNear("not a key of scope "+scope+
 				"; known: "+scope+"__{"+strings.Join(k.scopeSfx, ",")+"}", near), true
+		case !slices.Contains(sources, srcKey) && k.sourcesBad[scope]:
+			valid := ""
+			if len(sources) > 0 {
+				valid = " (its valid names: " + strings.Join(sources, ",") + ")"
+			}
+			return withNear("source "+srcKey+" is not listed in "+scope+"__"+keySources+
+				", and "+scope+"__"+keySources+" is invalid"+valid+", so this key is not read; fix "+
+				scope+"__"+keySources+" (see its problem) or unset this key", near), true
 		case !slices.Contains(sources, srcKey):
 			return withNear("source "+srcKey+" is not listed in "+scope+"__"+keySources+
 				" ("+strings.Join(sources, ",")+"), so this key is not read; add it there or unset this key", near), true

@@ -13,8 +13,8 @@ const (
 	legalNoScope    = "at least one listed scope with {SCOPE}__SOURCES set"
 )
 
-// Validate reports every invalid field of s, after defaults, as one
-// *errs.ConfigError (pgw.ConfigError) whose problems are named by the
+// Validate reports every invalid field of s, after defaults, as one error
+// (errors.As: *pgw.ConfigError) whose problems are named by the
 // environment key that sets the field. It returns nil when s is usable. It
 // does not modify s.
 func (s *Settings) Validate() error {

@@ -94,8 +94,9 @@ func (w Window) Known() bool { return w.Remaining >= 0 }
 // RateLimits is what one upstream answer says about the source's limits.
 type RateLimits struct {
 	// Requests and Tokens are the request and token windows. For Anthropic,
-	// Tokens is the tightest of the tokens, input-tokens and output-tokens
-	// windows the answer carries.
+	// Tokens is the tokens window (input and output together, as a call's
+	// estimate counts them), or when the answer carries none the tighter of
+	// its input-tokens and output-tokens windows.
 	Requests, Tokens Window
 	// RetryAfter is the answer's explicit wait (Retry-After, retry-after-ms,
 	// Gemini's retry delay), 0 when none; HasRetryAfter tells an explicit 0.
@@ -118,11 +119,19 @@ func ParseRateLimits(d Dialect, h http.Header, now time.Time) RateLimits {
 	switch d {
 	case DialectAnthropic:
 		r.Requests = r.window(h, "anthropic-ratelimit-requests-", now)
-		r.Tokens = unknownWindow()
-		for _, kind := range []string{"tokens", "input-tokens", "output-tokens"} {
-			w := r.window(h, "anthropic-ratelimit-"+kind+"-", now)
-			if w.Known() && (!r.Tokens.Known() || w.Remaining < r.Tokens.Remaining) {
-				r.Tokens = w
+		// A call's token estimate is its prompt and its answer bound
+		// together, so it is reserved against the window that counts both,
+		// tokens-*; the input- and output-token windows count one side each
+		// (reserving a whole estimate against the output window would refuse
+		// calls the upstream has room for). Without tokens-*, the tighter
+		// of the two stands in.
+		r.Tokens = r.window(h, "anthropic-ratelimit-tokens-", now)
+		if !r.Tokens.Known() {
+			for _, kind := range []string{"input-tokens", "output-tokens"} {
+				w := r.window(h, "anthropic-ratelimit-"+kind+"-", now)
+				if w.Known() && (!r.Tokens.Known() || w.Remaining < r.Tokens.Remaining) {
+					r.Tokens = w
+				}
 			}
 		}
 	default:
@@ -220,10 +229,20 @@ func (r *RateLimits) reset(w *Window, h http.Header, name string, now time.Time)
 	w.Reset = d
 }
 
+// Plain numbers from these on are Unix times (in seconds, then in
+// milliseconds), as some OpenAI-compatible proxies send their resets: a
+// wait of 10⁹ seconds is 31 years.
+const (
+	unixSeconds = 1e9
+	unixMillis  = 1e12
+)
+
 // ParseReset reads a reset value received at now as the time until the
 // reset: a Go-like duration ("6m0s", "1h2m3s", "120ms", "7.66s"), plain
-// seconds ("20", "0.5"), or an RFC 3339 instant ("2025-08-21T12:40:59Z"). A
-// past instant gives (0, true); unreadable or negative values give false.
+// seconds ("20", "0.5"), a Unix time in seconds or milliseconds
+// ("1755780020", "1755780020000": a plain number of 10⁹ or more), or an
+// RFC 3339 instant ("2025-08-21T12:40:59Z"). A past instant gives (0,
+// true); unreadable or negative values give false.
 func ParseReset(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if d, err := time.ParseDuration(v); err == nil {
@@ -232,6 +251,18 @@ func ParseReset(v string, now time.Time) (time.Duration, bool) {
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		if math.IsNaN(s) || s < 0 {
 			return 0, false
+		}
+		if s >= unixSeconds && !math.IsInf(s, 0) {
+			// No wait is 31 years long: this is the Unix time of the reset,
+			// in milliseconds from unixMillis on.
+			ns := s * 1e9
+			if s >= unixMillis {
+				ns = s * 1e6
+			}
+			if ns >= math.MaxInt64 {
+				return 0, false
+			}
+			return max(time.Unix(0, int64(ns)).Sub(now), 0), true
 		}
 		if s >= MaxRetryAfter.Seconds() {
 			return MaxRetryAfter, true

@@ -89,9 +89,17 @@ func TestParseAnthropicRecordedHeaders(t *testing.T) {
 	)
 	r := provider.ParseRateLimits(provider.DialectAnthropic, h, now)
 	assert.Equal(t, provider.Window{Limit: 1000, Remaining: 999, Reset: 59 * time.Second}, r.Requests)
-	assert.Equal(t, provider.Window{Limit: 16000, Remaining: 15000, Reset: time.Minute}, r.Tokens,
-		"the tightest token window: output tokens")
+	assert.Equal(t, provider.Window{Limit: 96000, Remaining: 96000, Reset: 59 * time.Second}, r.Tokens,
+		"the tokens window, which counts input and output together as a call's estimate does")
 	assert.Empty(t, r.Malformed)
+
+	// Without the combined window, the tighter of input and output tokens
+	// stands in.
+	h.Del("anthropic-ratelimit-tokens-limit")
+	h.Del("anthropic-ratelimit-tokens-remaining")
+	h.Del("anthropic-ratelimit-tokens-reset")
+	r = provider.ParseRateLimits(provider.DialectAnthropic, h, now)
+	assert.Equal(t, provider.Window{Limit: 16000, Remaining: 15000, Reset: time.Minute}, r.Tokens, "output tokens")
 }
 
 // Groq's documented sample: OpenAI names, requests per day.

@@ -55,7 +55,7 @@ func (c Class) String() string {
 }
 
 // Classify is the default classification of an attempt's error. An
-// HTTPStatusError (*errs.HTTPError, pgw.HTTPError) anywhere in err's chain
+// HTTPStatusError (pgw.HTTPError, and the transports' own) anywhere in err's chain
 // is classified by status: 429 Throttle; 401, 402 and 403 Fatal; 400, 404,
 // 413 and 422 CallerError; anything else (5xx, 408, 409 …) Failure — except
 // that an answer whose message says the quota or credit is spent (a code

@@ -209,6 +209,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	if o.cluster != "" {
+		if _, ok := seeds(o.cluster); !ok {
+			// The value is not shown: a Redis URL pasted here carries its
+			// password.
+			fmt.Fprintf(stderr, "pgw: invalid %s (legal: comma-separated host:port list, e.g. 10.0.0.1:7000,10.0.0.2:7000; credentials and options go in the Redis URL)\n", o.from["cluster"])
+			return exitUsage
+		}
+	}
+
 	st, err := connect(o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "pgw: %v\n", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -52,8 +53,9 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 		st.c = goredis.NewClient(opt)
 		return st, nil
 	}
+	addrs, _ := seeds(o.cluster) // run checked them
 	st.c = goredis.NewClusterClient(&goredis.ClusterOptions{
-		Addrs:      strings.Split(o.cluster, ","),
+		Addrs:      addrs,
 		Username:   opt.Username,
 		Password:   opt.Password,
 		TLSConfig:  opt.TLSConfig,
@@ -63,6 +65,23 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 }
 
 func (st *store) close() { _ = st.c.Close() }
+
+// seeds splits a cluster seed list, host:port,…, trimming spaces; ok is
+// false when an item is not a host:port (a Redis URL, a port out of range).
+func seeds(list string) (addrs []string, ok bool) {
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" || strings.ContainsAny(host, "@/?#") {
+			return nil, false
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return nil, false
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs, true
+}
 
 // configured reports whether the environment means to hold a gateway
 // configuration (some {SCOPE}__SOURCES is set); without one, status quietly
