@@ -56,6 +56,12 @@ const SDKVerdictStatus = http.StatusFailedDependency
 //     JSON body; without one the SDK's model is sent as is;
 //   - the body is kept in memory to be re-sent (at most MaxSDKRequestBody).
 //
+// The token estimate reserved against the source's TPM is about four bytes
+// of the body per token, except that each run of base64 of 1 KiB or more
+// (an image or a file, as a data: URI or an Anthropic base64 source) counts
+// transport.ImageTokenEstimate, as an image part of a ChatRequest does; the
+// usage the answer reports settles it.
+//
 // The upstream's answer is classified from its raw status and headers: 429
 // holds the source off for its Retry-After (seconds, HTTP date or
 // retry-after-ms) and fails over at once; 401, 403 and a spent quota open

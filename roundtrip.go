@@ -72,7 +72,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		Terminal:  func(it sdkhttp.Item) bool { return it.Terminal },
 		Failed:    func(it sdkhttp.Item) error { return it.Err },
 		Usage:     itemUsage,
-		EstTokens: int64(len(body)+3) / 4,
+		EstTokens: sdkhttp.EstimateTokens(body),
 		OnEnd: func() {
 			guard.end()
 			_ = c.end(nil)
