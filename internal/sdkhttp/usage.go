@@ -7,23 +7,54 @@ import (
 	"github.com/pgw-go/pgw/transport"
 )
 
-// usageJSON holds both providers' names for token counts.
+// usageJSON holds both providers' names for token counts: OpenAI's chat
+// completions (prompt_tokens, with details), its Responses API
+// (input_tokens, which include the cached ones, with details) and
+// Anthropic's Messages API (input_tokens, which exclude what was read from
+// or written to the prompt cache, counted apart).
 type usageJSON struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
+	PromptTokens             int           `json:"prompt_tokens"`
+	CompletionTokens         int           `json:"completion_tokens"`
+	TotalTokens              int           `json:"total_tokens"`
+	InputTokens              int           `json:"input_tokens"`
+	OutputTokens             int           `json:"output_tokens"`
+	CacheCreationInputTokens int           `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int           `json:"cache_read_input_tokens"`
+	PromptTokensDetails      *tokenDetails `json:"prompt_tokens_details"`
+	InputTokensDetails       *tokenDetails `json:"input_tokens_details"`
+	CompletionTokensDetails  *tokenDetails `json:"completion_tokens_details"`
+	OutputTokensDetails      *tokenDetails `json:"output_tokens_details"`
 }
 
+// tokenDetails is OpenAI's breakdown of prompt or completion tokens.
+type tokenDetails struct {
+	CachedTokens    int `json:"cached_tokens"`
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// usage is u as pgw counts it: every prompt token, cached or not, is a
+// prompt token, as pgw's own transports count them. TotalTokens is left 0
+// when the upstream reports none (Anthropic): an event may report only
+// some of the figures, and the stream's end sums them.
 func (u *usageJSON) usage() *transport.Usage {
 	if u == nil {
 		return nil
 	}
 	out := transport.Usage{
-		PromptTokens:     max(u.PromptTokens, u.InputTokens),
-		CompletionTokens: max(u.CompletionTokens, u.OutputTokens),
-		TotalTokens:      u.TotalTokens,
+		PromptTokens:       max(u.PromptTokens, u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens),
+		CompletionTokens:   max(u.CompletionTokens, u.OutputTokens),
+		TotalTokens:        u.TotalTokens,
+		CachedPromptTokens: u.CacheReadInputTokens,
+	}
+	for _, d := range []*tokenDetails{u.PromptTokensDetails, u.InputTokensDetails} {
+		if d != nil {
+			out.CachedPromptTokens = max(out.CachedPromptTokens, d.CachedTokens)
+		}
+	}
+	for _, d := range []*tokenDetails{u.CompletionTokensDetails, u.OutputTokensDetails} {
+		if d != nil {
+			out.ReasoningTokens = max(out.ReasoningTokens, d.ReasoningTokens)
+		}
 	}
 	if out == (transport.Usage{}) {
 		return nil
