@@ -59,7 +59,7 @@ const SDKVerdictStatus = http.StatusFailedDependency
 // The token estimate reserved against the source's TPM is about four bytes
 // of the body per token, except that each run of base64 of 1 KiB or more
 // (an image or a file, as a data: URI or an Anthropic base64 source) counts
-// transport.ImageTokenEstimate, as an image part of a ChatRequest does; the
+// ImageTokenEstimate, as an image part of a ChatRequest does; the
 // usage the answer reports settles it.
 //
 // The upstream's answer is classified from its raw status and headers: 429
