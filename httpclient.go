@@ -81,8 +81,11 @@ const SDKVerdictStatus = http.StatusFailedDependency
 // events as they come and the call holds its admission until the body is
 // read to the terminal event ("data: [DONE]", message_stop,
 // response.completed) or closed. A stream that ends without its terminal
-// event, or reports an error event, is recorded as the source's failure; a
-// body the SDK closes early is Released. Usage events settle the quota.
+// event, or reports an error event, is recorded as the source's failure —
+// unless its finish reason came (every choice's finish_reason, Anthropic's
+// stop_reason): some OpenAI-compatible servers send no "data: [DONE]", and
+// such an answer is whole, as for pgw's own transports. A body the SDK
+// closes early is Released. Usage events settle the quota.
 //
 // When pgw ends the call itself, the client answers with a synthesized
 // SDKVerdictStatus response (see there). Turn the SDK's own retries off
