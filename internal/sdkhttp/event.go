@@ -69,6 +69,7 @@ type Events struct {
 	// whether Anthropic's stop_reason did.
 	choices []bool
 	stopped bool
+	input   inputParts // the prompt's figures reported so far
 }
 
 // finished reports whether the answer's finish reason came: every choice
@@ -278,7 +279,7 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 	}
 	if isJSON {
 		e.noteFinish(&ev)
-		it.Usage = eventUsage(&ev)
+		it.Usage = eventUsage(&ev, &e.input)
 		it.Model = ev.model()
 		if it.Model != "" && !e.modeled {
 			e.modeled = true
