@@ -32,10 +32,10 @@ func TestJSONUsageCountsEveryPromptTokenAndTheDetails(t *testing.T) {
 
 func TestAStreamsPromptFiguresAreMergedEventByEvent(t *testing.T) {
 	items, err := readAll(t, events(
-		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":5,\"cache_creation_input_tokens\":200,\"cache_read_input_tokens\":1000,\"output_tokens\":1}}}\n\n" +
-			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n" +
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":5,\"cache_creation_input_tokens\":200,\"cache_read_input_tokens\":1000,\"output_tokens\":1}}}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"+
 			// A delta that repeats only some of the figures.
-			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":5,\"output_tokens\":20}}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":5,\"output_tokens\":20}}\n\n"+
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
 	require.ErrorIs(t, err, io.EOF)
 	require.Len(t, items, 4)
