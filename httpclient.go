@@ -57,10 +57,12 @@ const SDKVerdictStatus = http.StatusFailedDependency
 //   - the body is kept in memory to be re-sent (at most MaxSDKRequestBody).
 //
 // The token estimate reserved against the source's TPM is about four bytes
-// of the body per token, except that each run of base64 of 1 KiB or more
-// (an image or a file, as a data: URI or an Anthropic base64 source) counts
-// ImageTokenEstimate, as an image part of a ChatRequest does; the
-// usage the answer reports settles it.
+// of the body per token, except that a file counts ImageTokenEstimate, as an
+// image part of a ChatRequest does, whatever its size: each run of base64 of
+// 1 KiB or more (an image or a file, as a data: URI or an Anthropic base64
+// source), each file part of a multipart/form-data body (an audio upload),
+// and a body of an audio, image or video type, application/octet-stream or
+// application/pdf. The usage the answer reports settles it.
 //
 // The upstream's answer is classified from its raw status and headers: 429
 // holds the source off for its Retry-After (seconds, HTTP date or

@@ -70,7 +70,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		Terminal:  func(it sdkhttp.Item) bool { return it.Terminal },
 		Failed:    func(it sdkhttp.Item) error { return it.Err },
 		Usage:     itemUsage,
-		EstTokens: sdkhttp.EstimateTokens(body),
+		EstTokens: sdkhttp.EstimateTokens(body, req.Header.Get("Content-Type")),
 		OnEnd: func() {
 			guard.end()
 			_ = c.end(nil)

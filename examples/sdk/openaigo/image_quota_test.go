@@ -32,3 +32,19 @@ func TestOpenAIGoImagePromptFitsAModestTPM(t *testing.T) {
 	assert.Equal(t, 1, r.primary.Count())
 	assert.Equal(t, 0, r.backup.Count())
 }
+
+// An audio file goes as multipart/form-data: its bytes are not text either,
+// and count as one file in the token estimate.
+func TestOpenAIGoAudioUploadFitsAModestTPM(t *testing.T) {
+	r := newGovRig(t, wire.JSON(200, `{"text":"hello there"}`), []string{"PRIMARY__TPM", "30000", "BACKUP__TPM", "30000"})
+	audio := strings.Repeat("RIFF\x00\x01WAVEfmt \x10\x00", 50000) // ~800 KB of binary
+	resp, err := r.client.Audio.Transcriptions.New(context.Background(), openai.AudioTranscriptionNewParams{
+		File:  openai.File(strings.NewReader(audio), "clip.wav", "audio/wav"),
+		Model: openai.AudioModelGPT4oTranscribe,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "hello there", resp.Text)
+	require.Len(t, r.primary.Requests(), 1)
+	assert.Contains(t, r.primary.Requests()[0].Header.Get("Content-Type"), "multipart/form-data")
+	assert.Contains(t, string(r.primary.Requests()[0].Body), audio, "the file is sent whole")
+}
