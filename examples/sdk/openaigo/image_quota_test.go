@@ -40,7 +40,7 @@ func TestOpenAIGoAudioUploadFitsAModestTPM(t *testing.T) {
 	audio := strings.Repeat("RIFF\x00\x01WAVEfmt \x10\x00", 50000) // ~800 KB of binary
 	resp, err := r.client.Audio.Transcriptions.New(context.Background(), openai.AudioTranscriptionNewParams{
 		File:  openai.File(strings.NewReader(audio), "clip.wav", "audio/wav"),
-		Model: openai.AudioModelGPT4oTranscribe,
+		Model: openai.AudioModelGPTTranscribe,
 	})
 	require.NoError(t, err)
 	assert.Equal(t, "hello there", resp.Text)

@@ -37,7 +37,7 @@ func TestOpenAIGoResponsesStreamFailsOverBeforeItsFirstText(t *testing.T) {
 		respEv("response.failed", `{"type":"response.failed","sequence_number":1,"response":{"id":"resp_1","object":"response","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}}`),
 	))
 	st := r.client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
-		Model:        openai.ChatModelGPT4oMini,
+		Model:        "gpt-4o-mini",
 		Instructions: openai.String("You are terse."),
 		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")},
 	})
