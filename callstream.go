@@ -44,7 +44,8 @@ func TerminalItem[T any](terminal func(item T) bool) StreamOption[T] {
 }
 
 // ItemUsage reads the token usage an item reports (ok false when it reports
-// none); non-zero fields replace those seen before, and the last usage
+// none); non-zero fields replace those seen before (TotalTokens, while no
+// item reported one, is PromptTokens + CompletionTokens), and the last usage
 // settles the source's token quota at the stream's end.
 func ItemUsage[T any](usage func(item T) (u Usage, ok bool)) StreamOption[T] {
 	return func(s *retry.StreamSpec[T]) { s.Usage = usage }

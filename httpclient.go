@@ -56,6 +56,14 @@ const SDKVerdictStatus = http.StatusFailedDependency
 //     JSON body; without one the SDK's model is sent as is;
 //   - the body is kept in memory to be re-sent (at most MaxSDKRequestBody).
 //
+// The token estimate reserved against the source's TPM is about four bytes
+// of the body per token, except that a file counts ImageTokenEstimate, as an
+// image part of a ChatRequest does, whatever its size: each run of base64 of
+// 1 KiB or more (an image or a file, as a data: URI or an Anthropic base64
+// source), each file part of a multipart/form-data body (an audio upload),
+// and a body of an audio, image or video type, application/octet-stream or
+// application/pdf. The usage the answer reports settles it.
+//
 // The upstream's answer is classified from its raw status and headers: 429
 // holds the source off for its Retry-After (seconds, HTTP date or
 // retry-after-ms) and fails over at once; 401, 403 and a spent quota open
@@ -75,8 +83,11 @@ const SDKVerdictStatus = http.StatusFailedDependency
 // events as they come and the call holds its admission until the body is
 // read to the terminal event ("data: [DONE]", message_stop,
 // response.completed) or closed. A stream that ends without its terminal
-// event, or reports an error event, is recorded as the source's failure; a
-// body the SDK closes early is Released. Usage events settle the quota.
+// event, or reports an error event, is recorded as the source's failure —
+// unless its finish reason came (every choice's finish_reason, Anthropic's
+// stop_reason): some OpenAI-compatible servers send no "data: [DONE]", and
+// such an answer is whole, as for pgw's own transports. A body the SDK
+// closes early is Released. Usage events settle the quota.
 //
 // When pgw ends the call itself, the client answers with a synthesized
 // SDKVerdictStatus response (see there). Turn the SDK's own retries off

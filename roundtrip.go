@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgw-go/pgw/config"
@@ -62,9 +63,6 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		rel += "?" + req.URL.RawQuery
 	}
 	a := &sdkAttempt{g: t.g, req: req, rel: rel, body: body}
-	if len(body) > 0 && isJSON(req.Header.Get("Content-Type")) {
-		a.modelStart, a.modelEnd, a.hasModel = sdkhttp.ModelSpan(body)
-	}
 	var guard endGuard
 	spec := retry.StreamSpec[sdkhttp.Item]{
 		Open:      a.open,
@@ -72,7 +70,7 @@ func (t *governedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		Terminal:  func(it sdkhttp.Item) bool { return it.Terminal },
 		Failed:    func(it sdkhttp.Item) error { return it.Err },
 		Usage:     itemUsage,
-		EstTokens: int64(len(body)+3) / 4,
+		EstTokens: sdkhttp.EstimateTokens(body, req.Header.Get("Content-Type")),
 		OnEnd: func() {
 			guard.end()
 			_ = c.end(nil)
@@ -218,8 +216,28 @@ type sdkAttempt struct {
 	req                  *http.Request
 	rel                  string
 	body                 []byte
+	modelOnce            sync.Once // the model is found only for a source with a MODEL
 	hasModel             bool
 	modelStart, modelEnd int
+}
+
+// bodyFor is the body to send to src: with src's MODEL in place of the
+// body's top-level "model" when src has one and the body is JSON with a
+// model. The body is searched for its model once, for the first such
+// source (attempts of a hedged call may ask at once).
+func (a *sdkAttempt) bodyFor(src config.Source) []byte {
+	if src.Model == "" || len(a.body) == 0 {
+		return a.body
+	}
+	a.modelOnce.Do(func() {
+		if isJSON(a.req.Header.Get("Content-Type")) {
+			a.modelStart, a.modelEnd, a.hasModel = sdkhttp.ModelSpan(a.body)
+		}
+	})
+	if !a.hasModel {
+		return a.body
+	}
+	return sdkhttp.WithModel(a.body, a.modelStart, a.modelEnd, src.Model)
 }
 
 // open is one attempt on src: send, classify the status, and read the body
@@ -229,10 +247,7 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 	if target == "" || src.BaseURL == "" {
 		return nil, fmt.Errorf("pgw: source %q: BASE_URL %q is not an absolute URL to send to", src.Name, src.RedactedBaseURL())
 	}
-	body := a.body
-	if a.hasModel && src.Model != "" {
-		body = sdkhttp.WithModel(body, a.modelStart, a.modelEnd, src.Model)
-	}
+	body := a.bodyFor(src)
 	out, err := http.NewRequestWithContext(ctx, a.req.Method, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("pgw: source %q: BASE_URL %q: %w", src.Name, src.RedactedBaseURL(), redactErr(err, target))

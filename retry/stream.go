@@ -54,7 +54,8 @@ type StreamSpec[T any] struct {
 	// the error's class.
 	Failed func(item T) error
 	// Usage returns the token usage an item reports; its non-zero fields
-	// replace those seen before. The last usage settles the quota.
+	// replace those seen before, and while no item reported TotalTokens it
+	// is PromptTokens + CompletionTokens. The last usage settles the quota.
 	Usage func(item T) (transport.Usage, bool)
 	// EstTokens is reserved with the quota and settled to the usage.
 	EstTokens int64
@@ -191,6 +192,7 @@ type ItemStream[T any] struct {
 
 	mu    sync.Mutex // usage: Close may read it while Recv writes it
 	usage transport.Usage
+	total bool // an item reported TotalTokens: it is not the sum
 	done  atomic.Bool
 	// ending is held while the stream's end is recorded and its admission
 	// given back, so that an end racing another (the caller's Close while
@@ -331,8 +333,17 @@ func (s *ItemStream[T]) note(it T) {
 	if u.CompletionTokens > 0 {
 		s.usage.CompletionTokens = u.CompletionTokens
 	}
+	if u.CachedPromptTokens > 0 {
+		s.usage.CachedPromptTokens = u.CachedPromptTokens
+	}
+	if u.ReasoningTokens > 0 {
+		s.usage.ReasoningTokens = u.ReasoningTokens
+	}
 	if u.TotalTokens > 0 {
-		s.usage.TotalTokens = u.TotalTokens
+		s.usage.TotalTokens, s.total = u.TotalTokens, true
+	} else if !s.total {
+		// Never reported (Anthropic's events): the sum, as Usage says.
+		s.usage.TotalTokens = s.usage.PromptTokens + s.usage.CompletionTokens
 	}
 }
 

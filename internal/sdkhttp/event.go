@@ -45,7 +45,10 @@ type Item struct {
 
 // Events reads a text/event-stream body one event at a time. Recv returns
 // io.EOF after the terminal event, and ErrNoTerminalEvent (wrapped) when the
-// body ends without one. A UTF-8 byte order mark at the start of the body
+// body ends without one — unless the answer's finish reason came (every
+// choice's finish_reason, Anthropic's stop_reason): then only the terminal
+// event is missing, as some OpenAI-compatible servers send none, and the
+// body's end is io.EOF, as pgw's own transports take it. A UTF-8 byte order mark at the start of the body
 // is ignored when the events are read (and passed on in Raw). Not safe for
 // concurrent use, except Close.
 type Events struct {
@@ -62,6 +65,25 @@ type Events struct {
 	ended   bool
 	modeled bool
 	begun   bool // the body's first line has been read (its BOM ignored)
+	// choices[i] reports whether choice i's finish reason came; stopped,
+	// whether Anthropic's stop_reason did.
+	choices []bool
+	stopped bool
+	input   inputParts // the prompt's figures reported so far
+}
+
+// finished reports whether the answer's finish reason came: every choice
+// seen has one, or the message's stop reason came.
+func (e *Events) finished() bool {
+	if e.stopped {
+		return true
+	}
+	for _, f := range e.choices {
+		if !f {
+			return false
+		}
+	}
+	return len(e.choices) > 0
 }
 
 // bom is the UTF-8 byte order mark that may open an event stream.
@@ -101,6 +123,10 @@ func (e *Events) Recv() (Item, error) {
 		if err != nil {
 			if err == io.EOF {
 				if len(bytes.TrimSpace(raw)) == 0 {
+					if e.finished() {
+						e.ended = true
+						return Item{}, io.EOF
+					}
 					return Item{}, fmt.Errorf("%w", ErrNoTerminalEvent)
 				}
 				// The last event lacks its blank line: deliver it, and let
@@ -160,6 +186,8 @@ type eventJSON struct {
 	Error   json.RawMessage `json:"error"`
 	Usage   *usageJSON      `json:"usage"`
 	Model   string          `json:"model"`
+	Choices choicesJSON     `json:"choices"`
+	Delta   stopJSON        `json:"delta"`
 	Message *struct {
 		Usage *usageJSON `json:"usage"`
 		Model string     `json:"model"`
@@ -169,6 +197,41 @@ type eventJSON struct {
 		Error json.RawMessage `json:"error"`
 		Model string          `json:"model"`
 	} `json:"response"`
+}
+
+// choiceJSON is what a chat completion chunk's choice says of its end.
+type choiceJSON struct {
+	Index        int     `json:"index"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// choicesJSON is a chunk's "choices"; anything but an array is no choice.
+type choicesJSON []choiceJSON
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *choicesJSON) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '[' {
+		return nil
+	}
+	return json.Unmarshal(b, (*[]choiceJSON)(c))
+}
+
+// stopJSON is Anthropic's message_delta "delta": its stop reason. Other
+// events' deltas (objects without one, or strings) are none.
+type stopJSON struct{ StopReason string }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *stopJSON) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' || !bytes.Contains(b, []byte(`"stop_reason"`)) {
+		return nil
+	}
+	var d struct {
+		StopReason *string `json:"stop_reason"`
+	}
+	if json.Unmarshal(b, &d) == nil && d.StopReason != nil {
+		s.StopReason = *d.StopReason
+	}
+	return nil
 }
 
 // model is the model an event names: its own, its message's (Anthropic's
@@ -215,7 +278,8 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 		it.Terminal, e.ended = true, true
 	}
 	if isJSON {
-		it.Usage = eventUsage(&ev)
+		e.noteFinish(&ev)
+		it.Usage = eventUsage(&ev, &e.input)
 		it.Model = ev.model()
 		if it.Model != "" && !e.modeled {
 			e.modeled = true
@@ -231,6 +295,24 @@ func (e *Events) item(raw, name []byte, data [][]byte) Item {
 		it.Content = true
 	}
 	return it
+}
+
+// noteFinish notes the finish reasons ev carries.
+func (e *Events) noteFinish(ev *eventJSON) {
+	if ev.Delta.StopReason != "" {
+		e.stopped = true
+	}
+	for _, c := range ev.Choices {
+		if c.Index < 0 || c.Index > 1<<10 {
+			continue
+		}
+		for len(e.choices) <= c.Index {
+			e.choices = append(e.choices, false)
+		}
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			e.choices[c.Index] = true
+		}
+	}
 }
 
 // redactEvent redacts creds, and every echoed credential header
