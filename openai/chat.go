@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/pgw-go/pgw/internal/sse"
 	"github.com/pgw-go/pgw/observe"
@@ -27,7 +28,7 @@ type wireChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content   string          `json:"content"`
+			Content   deltaContent    `json:"content"`
 			Refusal   string          `json:"refusal"`
 			ToolCalls []wireToolDelta `json:"tool_calls"`
 		} `json:"delta"`
@@ -166,6 +167,26 @@ func contentText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
+// deltaContent is a chunk's delta.content: a string on OpenAI, or an array
+// of parts on some compatible servers (Mistral's text, thinking and
+// reference chunks), read as contentText reads a whole message's content.
+type deltaContent string
+
+// UnmarshalJSON reads a string, null or an array of parts. A string without
+// escapes (most deltas) is taken as is, without decoding it a second time.
+func (c *deltaContent) UnmarshalJSON(raw []byte) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		*c = deltaContent(raw[1 : n-1])
+		return nil
+	}
+	s, err := contentText(raw)
+	if err != nil {
+		return err
+	}
+	*c = deltaContent(s)
+	return nil
+}
+
 // errStreamClosed is returned by Recv after Close.
 var errStreamClosed = errors.New("openai: chat stream closed")
 
@@ -225,7 +246,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 			if ch.Index != 0 {
 				continue // pgw asks for one choice; ignore extras
 			}
-			chunk.Delta = ch.Delta.Content
+			chunk.Delta = string(ch.Delta.Content)
 			chunk.Refusal = ch.Delta.Refusal
 			for _, d := range ch.Delta.ToolCalls {
 				chunk.ToolCalls = append(chunk.ToolCalls, transport.ToolCallDelta{

@@ -15,7 +15,10 @@
 // Extra; an Extra key the client writes itself is a *transport.RequestError
 // before anything is sent. It asks for a stream with include_usage and
 // turns each chunk's content, refusal and tool_calls pieces into ChatChunks;
-// usage carries cached prompt and reasoning tokens when reported. A
+// usage carries cached prompt and reasoning tokens when reported. Content,
+// streamed or not, is a string or an array of parts, as some compatible
+// servers send it (Mistral's reasoning models): the text parts are the
+// answer, concatenated; thinking, reference and other parts are not. A
 // tool call's arguments are returned as the model wrote them, valid JSON or
 // not.
 //
