@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/pgw-go/pgw/transport"
 )
@@ -16,20 +18,21 @@ var reservedKeys = []string{
 
 // chatRequest is the body of POST /chat/completions, in OpenAI's names.
 type chatRequest struct {
-	Model             string              `json:"model,omitempty"`
-	Messages          []wireMessage       `json:"messages"`
-	Stream            bool                `json:"stream"`
-	StreamOptions     *streamOptions      `json:"stream_options,omitempty"`
-	MaxTokens         int                 `json:"max_tokens,omitempty"`
-	Temperature       *float64            `json:"temperature,omitempty"`
-	TopP              *float64            `json:"top_p,omitempty"`
-	Stop              []string            `json:"stop,omitempty"`
-	Seed              *int                `json:"seed,omitempty"`
-	Tools             []wireTool          `json:"tools,omitempty"`
-	ToolChoice        any                 `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool               `json:"parallel_tool_calls,omitempty"`
-	ResponseFormat    *wireResponseFormat `json:"response_format,omitempty"`
-	User              string              `json:"user,omitempty"`
+	Model               string              `json:"model,omitempty"`
+	Messages            []wireMessage       `json:"messages"`
+	Stream              bool                `json:"stream"`
+	StreamOptions       *streamOptions      `json:"stream_options,omitempty"`
+	MaxTokens           int                 `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int                 `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64            `json:"temperature,omitempty"`
+	TopP                *float64            `json:"top_p,omitempty"`
+	Stop                []string            `json:"stop,omitempty"`
+	Seed                *int                `json:"seed,omitempty"`
+	Tools               []wireTool          `json:"tools,omitempty"`
+	ToolChoice          any                 `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool               `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat      *wireResponseFormat `json:"response_format,omitempty"`
+	User                string              `json:"user,omitempty"`
 }
 
 type streamOptions struct {
@@ -125,13 +128,19 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		Messages:          wireMessages(req.Messages),
 		Stream:            true,
 		StreamOptions:     &streamOptions{IncludeUsage: true},
-		MaxTokens:         maxTokens,
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
 		Stop:              req.Stop,
 		Seed:              req.Seed,
 		ParallelToolCalls: req.ParallelToolCalls,
 		User:              req.User,
+	}
+	if _, named := req.Extra[maxCompletionTokens]; !named {
+		if completionTokensHost(src.BaseURL) {
+			body.MaxCompletionTokens = maxTokens
+		} else {
+			body.MaxTokens = maxTokens
+		}
 	}
 	for _, t := range req.Tools {
 		params, _ := transport.SchemaJSON(t.Function.Parameters) // checked by Validate
@@ -155,6 +164,27 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		}
 	}
 	return withExtra(src, body, req.Extra)
+}
+
+// maxCompletionTokens is OpenAI's name for the answer's limit, which
+// replaces max_tokens.
+const maxCompletionTokens = "max_completion_tokens"
+
+// completionTokensHost reports whether baseURL is OpenAI's own API
+// (api.openai.com, or a regional host under it such as eu.api.openai.com),
+// where the answer's limit is sent as max_completion_tokens: OpenAI
+// deprecates max_tokens for chat completions and its reasoning models (the
+// o-series, gpt-5) reject it, while it takes max_completion_tokens for every
+// chat model. Every other host gets max_tokens, the one name that
+// OpenAI-compatible servers (vLLM, Ollama, Groq, LiteLLM, Azure's older
+// api-versions) all know.
+func completionTokensHost(baseURL string) bool {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return false
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return host == "api.openai.com" || strings.HasSuffix(host, ".api.openai.com")
 }
 
 // withExtra encodes body and adds the keys of extra to it.
