@@ -123,3 +123,25 @@ func TestChatExtraMaxTokensStaysRefused(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "Extra[max_tokens]", re.Field)
 }
+
+// Mistral's API answers an unknown key with a 422 (stream_options among
+// them) and reports usage in every stream's last chunk unasked.
+func TestChatStreamAsksNoStreamOptionsOfMistral(t *testing.T) {
+	for base, want := range map[string]bool{
+		"https://api.mistral.ai/v1":       false,
+		"https://codestral.mistral.ai/v1": false,
+		"https://api.openai.com/v1":       true,
+		"http://vllm:8000/v1":             true, // a Mistral model served by vLLM
+	} {
+		t.Run(base, func(t *testing.T) {
+			var h anyHost
+			body := h.sent(t, base, 0, hello())
+			if want {
+				assert.Equal(t, map[string]any{"include_usage": true}, body["stream_options"])
+			} else {
+				assert.NotContains(t, body, "stream_options")
+			}
+			assert.Equal(t, true, body["stream"])
+		})
+	}
+}

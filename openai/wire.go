@@ -127,7 +127,6 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		Model:             model,
 		Messages:          wireMessages(req.Messages),
 		Stream:            true,
-		StreamOptions:     &streamOptions{IncludeUsage: true},
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
 		Stop:              req.Stop,
@@ -135,8 +134,12 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		ParallelToolCalls: req.ParallelToolCalls,
 		User:              req.User,
 	}
+	host := baseHost(src.BaseURL)
+	if !isMistral(host) {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
 	if _, named := req.Extra[maxCompletionTokens]; !named {
-		if completionTokensHost(src.BaseURL) {
+		if isOpenAI(host) {
 			body.MaxCompletionTokens = maxTokens
 		} else {
 			body.MaxTokens = maxTokens
@@ -170,21 +173,33 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 // replaces max_tokens.
 const maxCompletionTokens = "max_completion_tokens"
 
-// completionTokensHost reports whether baseURL is OpenAI's own API
-// (api.openai.com, or a regional host under it such as eu.api.openai.com),
-// where the answer's limit is sent as max_completion_tokens: OpenAI
-// deprecates max_tokens for chat completions and its reasoning models (the
-// o-series, gpt-5) reject it, while it takes max_completion_tokens for every
-// chat model. Every other host gets max_tokens, the one name that
-// OpenAI-compatible servers (vLLM, Ollama, Groq, LiteLLM, Azure's older
-// api-versions) all know.
-func completionTokensHost(baseURL string) bool {
+// baseHost is the lower-case host name of baseURL, without port or final
+// dot; "" when it does not parse.
+func baseHost(baseURL string) string {
 	u, err := url.Parse(strings.TrimSpace(baseURL))
 	if err != nil {
-		return false
+		return ""
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}
+
+// isOpenAI reports whether host is OpenAI's own API (api.openai.com, or a
+// regional host under it such as eu.api.openai.com), where the answer's
+// limit is sent as max_completion_tokens: OpenAI deprecates max_tokens for
+// chat completions and its reasoning models (the o-series, gpt-5) reject
+// it, while it takes max_completion_tokens for every chat model. Every
+// other host gets max_tokens, the one name that OpenAI-compatible servers
+// (vLLM, Ollama, Groq, LiteLLM, Azure's older api-versions) all know.
+func isOpenAI(host string) bool {
 	return host == "api.openai.com" || strings.HasSuffix(host, ".api.openai.com")
+}
+
+// isMistral reports whether host is Mistral's own API (api.mistral.ai,
+// codestral.mistral.ai), which answers an unknown body key with a 422 —
+// stream_options among them — and reports usage in the last chunk of every
+// stream without being asked.
+func isMistral(host string) bool {
+	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")
 }
 
 // withExtra encodes body and adds the keys of extra to it.
