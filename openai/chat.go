@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/pgw-go/pgw/internal/sse"
 	"github.com/pgw-go/pgw/observe"
@@ -27,7 +28,7 @@ type wireChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content   string          `json:"content"`
+			Content   deltaContent    `json:"content"`
 			Refusal   string          `json:"refusal"`
 			ToolCalls []wireToolDelta `json:"tool_calls"`
 		} `json:"delta"`
@@ -69,7 +70,9 @@ type wireCompletion struct {
 
 // ChatStream opens a streamed chat completion on src: POST
 // {BaseURL}/chat/completions with "stream": true and
-// "stream_options": {"include_usage": true}. It returns once the upstream
+// "stream_options": {"include_usage": true} (not to Mistral's own API, a
+// host under mistral.ai, which refuses the key with a 422 and reports usage
+// unasked). It returns once the upstream
 // has answered with its headers; chunks are then read by Recv as they
 // arrive. req.Model, when empty, is src.Model. The stream lives within ctx:
 // cancelling ctx ends it, and Recv then returns ctx.Err(). The caller must
@@ -166,6 +169,26 @@ func contentText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
+// deltaContent is a chunk's delta.content: a string on OpenAI, or an array
+// of parts on some compatible servers (Mistral's text, thinking and
+// reference chunks), read as contentText reads a whole message's content.
+type deltaContent string
+
+// UnmarshalJSON reads a string, null or an array of parts. A string without
+// escapes (most deltas) is taken as is, without decoding it a second time.
+func (c *deltaContent) UnmarshalJSON(raw []byte) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		*c = deltaContent(raw[1 : n-1])
+		return nil
+	}
+	s, err := contentText(raw)
+	if err != nil {
+		return err
+	}
+	*c = deltaContent(s)
+	return nil
+}
+
 // errStreamClosed is returned by Recv after Close.
 var errStreamClosed = errors.New("openai: chat stream closed")
 
@@ -225,7 +248,7 @@ func (s *chatStream) Recv() (transport.ChatChunk, error) {
 			if ch.Index != 0 {
 				continue // pgw asks for one choice; ignore extras
 			}
-			chunk.Delta = ch.Delta.Content
+			chunk.Delta = string(ch.Delta.Content)
 			chunk.Refusal = ch.Delta.Refusal
 			for _, d := range ch.Delta.ToolCalls {
 				chunk.ToolCalls = append(chunk.ToolCalls, transport.ToolCallDelta{

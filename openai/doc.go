@@ -10,14 +10,31 @@
 // messages with string content or content parts (text, image_url with its
 // detail), assistant tool_calls and tool results (tool_call_id), tools,
 // tool_choice, parallel_tool_calls, response_format (json_object,
-// json_schema), stop, seed, top_p, user, max_tokens (the source's
-// MAX_TOKENS when the request sets none) and temperature, plus the keys of
-// Extra; an Extra key the client writes itself is a *transport.RequestError
-// before anything is sent. It asks for a stream with include_usage and
-// turns each chunk's content, refusal and tool_calls pieces into ChatChunks;
-// usage carries cached prompt and reasoning tokens when reported. A
-// tool call's arguments are returned as the model wrote them, valid JSON or
-// not.
+// json_schema), stop, seed, top_p, user, the answer's limit (MaxTokens, or
+// the source's MAX_TOKENS when the request sets none) and temperature, plus
+// the keys of Extra; an Extra key the client writes itself is a
+// *transport.RequestError before anything is sent. It asks for a stream
+// with include_usage (except of Mistral's own API, a host under mistral.ai,
+// which refuses stream_options with a 422 and sends usage in the last chunk
+// unasked) and turns each chunk's content, refusal and tool_calls pieces
+// into ChatChunks; usage carries cached prompt and reasoning tokens when
+// reported. Content, streamed or not, is a string or an array of parts, as
+// some compatible servers send it (Mistral's reasoning models): the text
+// parts are the answer, concatenated; thinking, reference and other parts
+// are not. A tool call's arguments are returned as the model wrote them,
+// valid JSON or not.
+//
+// The limit goes as max_completion_tokens to OpenAI's own API (a BASE_URL
+// whose host is api.openai.com or a regional host under it, such as
+// eu.api.openai.com): OpenAI deprecates max_tokens for chat completions and
+// its reasoning models (the o-series, gpt-5) answer it with a 400, while
+// max_completion_tokens is taken by every OpenAI chat model. Every other
+// host gets max_tokens, the name OpenAI-compatible servers (vLLM, Ollama,
+// Groq, Mistral, LiteLLM proxies, Azure's older api-versions) all know. A
+// request whose Extra names "max_completion_tokens" (a reasoning deployment
+// on Azure, a proxy in front of OpenAI) has that key sent as given and no
+// max_tokens, whatever the host. The gateway's token estimate counts
+// MaxTokens, not Extra: set MaxTokens too.
 //
 // # Base URL
 //

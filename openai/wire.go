@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/pgw-go/pgw/transport"
 )
@@ -16,20 +18,21 @@ var reservedKeys = []string{
 
 // chatRequest is the body of POST /chat/completions, in OpenAI's names.
 type chatRequest struct {
-	Model             string              `json:"model,omitempty"`
-	Messages          []wireMessage       `json:"messages"`
-	Stream            bool                `json:"stream"`
-	StreamOptions     *streamOptions      `json:"stream_options,omitempty"`
-	MaxTokens         int                 `json:"max_tokens,omitempty"`
-	Temperature       *float64            `json:"temperature,omitempty"`
-	TopP              *float64            `json:"top_p,omitempty"`
-	Stop              []string            `json:"stop,omitempty"`
-	Seed              *int                `json:"seed,omitempty"`
-	Tools             []wireTool          `json:"tools,omitempty"`
-	ToolChoice        any                 `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool               `json:"parallel_tool_calls,omitempty"`
-	ResponseFormat    *wireResponseFormat `json:"response_format,omitempty"`
-	User              string              `json:"user,omitempty"`
+	Model               string              `json:"model,omitempty"`
+	Messages            []wireMessage       `json:"messages"`
+	Stream              bool                `json:"stream"`
+	StreamOptions       *streamOptions      `json:"stream_options,omitempty"`
+	MaxTokens           int                 `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int                 `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64            `json:"temperature,omitempty"`
+	TopP                *float64            `json:"top_p,omitempty"`
+	Stop                []string            `json:"stop,omitempty"`
+	Seed                *int                `json:"seed,omitempty"`
+	Tools               []wireTool          `json:"tools,omitempty"`
+	ToolChoice          any                 `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool               `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat      *wireResponseFormat `json:"response_format,omitempty"`
+	User                string              `json:"user,omitempty"`
 }
 
 type streamOptions struct {
@@ -124,14 +127,23 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		Model:             model,
 		Messages:          wireMessages(req.Messages),
 		Stream:            true,
-		StreamOptions:     &streamOptions{IncludeUsage: true},
-		MaxTokens:         maxTokens,
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
 		Stop:              req.Stop,
 		Seed:              req.Seed,
 		ParallelToolCalls: req.ParallelToolCalls,
 		User:              req.User,
+	}
+	host := baseHost(src.BaseURL)
+	if !isMistral(host) {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	if _, named := req.Extra[maxCompletionTokens]; !named {
+		if isOpenAI(host) {
+			body.MaxCompletionTokens = maxTokens
+		} else {
+			body.MaxTokens = maxTokens
+		}
 	}
 	for _, t := range req.Tools {
 		params, _ := transport.SchemaJSON(t.Function.Parameters) // checked by Validate
@@ -155,6 +167,39 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		}
 	}
 	return withExtra(src, body, req.Extra)
+}
+
+// maxCompletionTokens is OpenAI's name for the answer's limit, which
+// replaces max_tokens.
+const maxCompletionTokens = "max_completion_tokens"
+
+// baseHost is the lower-case host name of baseURL, without port or final
+// dot; "" when it does not parse.
+func baseHost(baseURL string) string {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}
+
+// isOpenAI reports whether host is OpenAI's own API (api.openai.com, or a
+// regional host under it such as eu.api.openai.com), where the answer's
+// limit is sent as max_completion_tokens: OpenAI deprecates max_tokens for
+// chat completions and its reasoning models (the o-series, gpt-5) reject
+// it, while it takes max_completion_tokens for every chat model. Every
+// other host gets max_tokens, the one name that OpenAI-compatible servers
+// (vLLM, Ollama, Groq, LiteLLM, Azure's older api-versions) all know.
+func isOpenAI(host string) bool {
+	return host == "api.openai.com" || strings.HasSuffix(host, ".api.openai.com")
+}
+
+// isMistral reports whether host is Mistral's own API (api.mistral.ai,
+// codestral.mistral.ai), which answers an unknown body key with a 422 —
+// stream_options among them — and reports usage in the last chunk of every
+// stream without being asked.
+func isMistral(host string) bool {
+	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")
 }
 
 // withExtra encodes body and adds the keys of extra to it.

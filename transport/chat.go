@@ -182,7 +182,10 @@ type ChatRequest struct {
 	Model string
 	// MaxTokens bounds the answer; 0 means the source's MAX_TOKENS, else the
 	// provider's default (providers that require a bound get a documented
-	// one).
+	// one). The OpenAI-compatible transport sends it as
+	// max_completion_tokens to OpenAI's own API (api.openai.com) and as
+	// max_tokens to every other host; an Extra "max_completion_tokens" is
+	// sent instead of it, on any host.
 	MaxTokens int
 	// Temperature is the sampling temperature, in [0, 2] (Anthropic
 	// sources accept [0, 1]).
@@ -211,7 +214,10 @@ type ChatRequest struct {
 	// request body as top-level keys. Extra only adds: a key that pgw
 	// writes itself (model, messages, stream, tools, …, see the provider's
 	// transport) is an error before any attempt, never a silent override,
-	// and so is "n" other than 1: a response carries one choice.
+	// and so is "n" other than 1: a response carries one choice. The one
+	// key that replaces a modelled field is "max_completion_tokens" on an
+	// OpenAI-compatible source: the answer's limit under OpenAI's new name,
+	// sent instead of MaxTokens (which the quota estimate still counts).
 	Extra map[string]any
 	// EstTokens is the caller's estimate for quota reservation; 0 lets the
 	// gateway estimate from everything the request sends (EstimateTokens).
