@@ -740,10 +740,16 @@ func (a *SourceAdmission) reject(obs observe.Full, rej Rejections, r Rejection, 
 
 // gateError logs a gate's error for one source and keeps the round's first.
 // The source is skipped: another may still win the round (a quota that can
-// never admit this request's tokens, one shard of Redis down).
+// never admit this request's tokens, one shard of Redis down). During an
+// outage of the breaker's store, which its gate has logged once already
+// (under fail_closed every call fails at once then), the line is at Debug.
 func (a *SourceAdmission) gateError(first error, which, source string, err error) error {
 	err = fmt.Errorf("pgw/admission: scope %q: %s gate of source %q: %w", a.scope, which, source, err)
-	a.log.Warn("pgw: gate error; source skipped", "scope", a.scope, "source", source, "err", err)
+	level := slog.LevelWarn
+	if a.storeOut() {
+		level = slog.LevelDebug
+	}
+	a.log.Log(context.Background(), level, "pgw: gate error; source skipped", "scope", a.scope, "source", source, "err", err)
 	if first != nil {
 		return first
 	}
