@@ -16,7 +16,8 @@ import (
 // migration (TRYAGAIN, ASK, MOVED) or a node loading, cut off or demoted
 // (LOADING, MASTERDOWN, READONLY), or busy with another client's script
 // (BUSY), once the short retry of such replies is spent; and a server that
-// refuses every write (OOM, MISCONF, NOREPLICAS), at once. An error
+// refuses every write (OOM, MISCONF, NOREPLICAS) or this client's
+// credentials or rights (WRONGPASS, NOAUTH, NOPERM), at once. An error
 // while the caller's own context is done is not wrapped in it: the caller
 // gave up, which says nothing about Redis.
 var ErrUnreachable = errors.New("pgw/gate/redis: redis is unreachable")

@@ -31,6 +31,15 @@ var notHereNotNow = []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN", "LOADI
 // prober's heartbeat, a write, sees an outage until it ends.
 var writesRefused = []string{"OOM ", "MISCONF ", "NOREPLICAS "}
 
+// accessRefused lists the replies with which a reachable server refuses
+// this client's credentials or rights: a wrong password or user (WRONGPASS),
+// none given where one is needed (NOAUTH), an ACL without the scripts'
+// commands or keys (NOPERM). Such a server cannot serve the gates for this
+// client until its configuration changes, which is no script error either:
+// reported as ErrUnreachable at once, like writesRefused, so that fail_open
+// serves locally and fail_closed says Redis cannot be used.
+var accessRefused = []string{"WRONGPASS ", "NOAUTH ", "NOPERM "}
+
 // retryBudget bounds how long runScript retries a not-here-not-now reply:
 // a slot migration of a few keys or a cluster failover ends within it, and a
 // longer unavailability is an outage to serve around, not to wait out. The
@@ -40,7 +49,7 @@ const retryBudget = time.Second
 // notServed reports whether err is a reply of notHereNotNow or
 // writesRefused: the server is reachable but did not run the command.
 func notServed(err error) bool {
-	return hasReplyPrefix(err, notHereNotNow) || hasReplyPrefix(err, writesRefused)
+	return hasReplyPrefix(err, notHereNotNow) || hasReplyPrefix(err, writesRefused) || hasReplyPrefix(err, accessRefused)
 }
 
 // notServedNow reports whether err is a reply of notHereNotNow, one that
