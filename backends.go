@@ -20,7 +20,8 @@ import (
 // PGW_REDIS_CLUSTER_ADDRS with the URL's credentials and options. Gate
 // scripts are not idempotent and are never resent whatever the client's
 // settings (gate/redis marks them so); other commands are not retried either
-// (MaxRetries -1) unless the URL asks for retries. The caller's
+// (MaxRetries -1) unless the URL asks for retries, and each connection is
+// dialled once (DialerRetries 1; the prober retries). The caller's
 // deadline bounds each gate operation (ContextTimeoutEnabled): without it
 // go-redis waits out its read timeout (5 s by default) whatever the ctx
 // says, and a call with a 100 ms deadline on a stalled Redis returned after
@@ -37,6 +38,11 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 		o.MaxRetries = -1
 	}
 	o.ContextTimeoutEnabled = true
+	// One dial per connection attempt: go-redis's default is five, with
+	// 100 ms between them, which a call that meets a Redis refusing
+	// connections would sit through before fail_open serves it. The prober
+	// decides outages and recovery at its own interval and backoff.
+	o.DialerRetries = 1
 	if len(rs.ClusterAddrs) == 0 {
 		return goredis.NewClient(o), nil
 	}
@@ -51,6 +57,7 @@ func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {
 		MinRetryBackoff: o.MinRetryBackoff,
 		MaxRetryBackoff: o.MaxRetryBackoff,
 		DialTimeout:     o.DialTimeout,
+		DialerRetries:   o.DialerRetries,
 		ReadTimeout:     o.ReadTimeout,
 		WriteTimeout:    o.WriteTimeout,
 		PoolFIFO:        o.PoolFIFO,

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -396,9 +397,9 @@ round:
 		}
 		if err != nil {
 			a.unpace(name, paced)
-			if ctx.Err() != nil {
+			if cerr := callerEnded(ctx, err); cerr != nil {
 				// The caller gave up: no source is to blame.
-				return nil, rej, ctx.Err()
+				return nil, rej, cerr
 			}
 			which := "breaker"
 			if combined {
@@ -451,8 +452,8 @@ round:
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
 				t.giveBack(ctx)
-				if ctx.Err() != nil {
-					return nil, rej, ctx.Err()
+				if cerr := callerEnded(ctx, err); cerr != nil {
+					return nil, rej, cerr
 				}
 				gateErr = a.gateError(gateErr, "quota", name, err)
 				continue
@@ -738,12 +739,37 @@ func (a *SourceAdmission) reject(obs observe.Full, rej Rejections, r Rejection, 
 	return append(rej, r)
 }
 
+// callerDeadlineSlack is how close to ctx's deadline a gate error that is
+// context.DeadlineExceeded counts as that deadline.
+const callerDeadlineSlack = 5 * time.Millisecond
+
+// callerEnded returns the error that ends the call when err, a gate's error,
+// came from the caller's ctx ending rather than from the gate: ctx.Err(),
+// or context.DeadlineExceeded when err is that deadline reported a moment
+// before ctx says so (a Redis client sets its socket's deadline from ctx's,
+// and the socket's timer may fire first). nil: the gate failed.
+func callerEnded(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && errors.Is(err, context.DeadlineExceeded) && time.Until(dl) < callerDeadlineSlack {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 // gateError logs a gate's error for one source and keeps the round's first.
 // The source is skipped: another may still win the round (a quota that can
-// never admit this request's tokens, one shard of Redis down).
+// never admit this request's tokens, one shard of Redis down). During an
+// outage of the breaker's store, which its gate has logged once already
+// (under fail_closed every call fails at once then), the line is at Debug.
 func (a *SourceAdmission) gateError(first error, which, source string, err error) error {
 	err = fmt.Errorf("pgw/admission: scope %q: %s gate of source %q: %w", a.scope, which, source, err)
-	a.log.Warn("pgw: gate error; source skipped", "scope", a.scope, "source", source, "err", err)
+	level := slog.LevelWarn
+	if a.storeOut() {
+		level = slog.LevelDebug
+	}
+	a.log.Log(context.Background(), level, "pgw: gate error; source skipped", "scope", a.scope, "source", source, "err", err)
 	if first != nil {
 		return first
 	}

@@ -14,8 +14,10 @@ import (
 // because Redis could not be reached or could not serve: connection refused
 // or reset, timeouts, a closed client, a cluster without quorum, a slot in
 // migration (TRYAGAIN, ASK, MOVED) or a node loading, cut off or demoted
-// (LOADING, MASTERDOWN, READONLY) once the short retry of such replies is
-// spent. An error
+// (LOADING, MASTERDOWN, READONLY), or busy with another client's script
+// (BUSY), once the short retry of such replies is spent; and a server that
+// refuses every write (OOM, MISCONF, NOREPLICAS) or this client's
+// credentials or rights (WRONGPASS, NOAUTH, NOPERM), at once. An error
 // while the caller's own context is done is not wrapped in it: the caller
 // gave up, which says nothing about Redis.
 var ErrUnreachable = errors.New("pgw/gate/redis: redis is unreachable")
@@ -23,8 +25,12 @@ var ErrUnreachable = errors.New("pgw/gate/redis: redis is unreachable")
 // UnreachableError is the concrete error behind ErrUnreachable: the gate
 // operation that failed and the client's error.
 type UnreachableError struct {
-	// Op is the gate operation: "TryEnter", "Record", "RetryAfter" or
-	// "Snapshot".
+	// Op is the gate operation, named after the method or script that
+	// failed: the breaker's "TryEnter", "Record", "RetryAfter", "Snapshot"
+	// or "Force"; the quota's "Acquire", "Settle", "Release" or "Finish";
+	// the combined "Admit" and "Conclude" of the gateway's calls; the
+	// advertised budget's "Take", "Refresh" or "Read"; or "Preload" when
+	// the scripts are loaded.
 	Op string
 	// Err is the go-redis error.
 	Err error
