@@ -94,39 +94,7 @@ func runScript(ctx context.Context, c processor, s *script, keys []string, args 
 // the command once per source spares the caller's path the boxing of every
 // key and constant argument. Not-here-not-now replies are retried as by
 // runScript.
-//
-// A ctx that can be cancelled but has no deadline bounds the round trip too:
-// go-redis bounds a command by ctx's deadline (ContextTimeoutEnabled) but
-// not by a cancellation without one, so such a command runs on a goroutine
-// of its own and runArgs returns ctx's error as soon as ctx ends (see
-// untilDone).
 func runArgs(ctx context.Context, c processor, src string, args []any) *goredis.Cmd {
-	if _, ok := ctx.Deadline(); !ok && ctx.Done() != nil {
-		return untilDone(ctx, func() *goredis.Cmd { return runArgsOnce(ctx, c, src, args) })
-	}
-	return runArgsOnce(ctx, c, src, args)
-}
-
-// untilDone runs run on a goroutine and returns its reply, or a reply
-// holding ctx's error as soon as ctx ends first. An abandoned command goes
-// on until its reply or the client's read timeout; like a command cut by
-// its caller's deadline, what it may have taken (a probe, an in-flight
-// lease) is bounded by its lease.
-func untilDone(ctx context.Context, run func() *goredis.Cmd) *goredis.Cmd {
-	reply := make(chan *goredis.Cmd, 1)
-	go func() { reply <- run() }()
-	select {
-	case cmd := <-reply:
-		return cmd
-	case <-ctx.Done():
-		cmd := goredis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
-	}
-}
-
-// runArgsOnce is runArgs on the caller's goroutine.
-func runArgsOnce(ctx context.Context, c processor, src string, args []any) *goredis.Cmd {
 	return retryNotServed(ctx, func() *goredis.Cmd {
 		cmd := goredis.NewCmd(ctx, args...)
 		_ = c.Process(ctx, once{cmd})

@@ -3,7 +3,6 @@ package testutil
 import (
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,8 +36,6 @@ type Proxy struct {
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
-
-	swallowed atomic.Int64 // chunks a blackhole swallowed
 }
 
 // StartProxy listens on 127.0.0.1 (a free port) and forwards to target.
@@ -57,10 +54,6 @@ func StartProxy(t testing.TB, target string) *Proxy {
 
 // Addr is the proxy's address, for the client to dial.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
-
-// Swallowed is the number of chunks a blackhole has swallowed so far: a
-// test waits for it to grow to know that a command reached the silent peer.
-func (p *Proxy) Swallowed() int64 { return p.swallowed.Load() }
 
 // SetLatency delays every chunk forwarded in either direction by d.
 func (p *Proxy) SetLatency(d time.Duration) {
@@ -193,8 +186,6 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					return
 				}
-			} else if mode == ProxyBlackhole {
-				p.swallowed.Add(1)
 			}
 		}
 		if err != nil {
