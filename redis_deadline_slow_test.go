@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
-	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/testutil"
 )
 
@@ -24,7 +23,7 @@ import (
 func TestRedisCallerDeadlineDuringASlowAdmissionIsTheCallersError(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	px := testutil.StartProxy(t, srv.Addr)
-	s, err := config.FromMap(map[string]string{
+	gw, logs := loggedGateway(t, map[string]string{
 		"PGW_BREAKER_BACKEND":            "redis",
 		"PGW_REDIS_URL":                  "redis://" + px.Addr() + "/0",
 		"PGW_REDIS_PREFIX":               "pgw-test-" + t.Name(),
@@ -34,21 +33,12 @@ func TestRedisCallerDeadlineDuringASlowAdmissionIsTheCallersError(t *testing.T) 
 		"RERANK__SOURCES":                "primary,backup",
 		"RERANK__PRIMARY__MAX_IN_FLIGHT": "4",
 		"RERANK__BACKUP__RPM":            "100",
-	})
-	require.NoError(t, err)
-	var logs lockedBuffer
-	gw, err := pgw.New(context.Background(), *s, pgw.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = gw.Close() })
-	rank := func(context.Context, pgw.Source) (string, pgw.Usage, error) { return "ranked", pgw.Usage{}, nil }
-	_, err = pgw.Call(context.Background(), gw, "RERANK", rank)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return gw.OutcomeWriterStats().Unwritten == 0 }, 10*time.Second, time.Millisecond)
+	}, slog.LevelInfo)
 
 	px.SetLatency(100 * time.Millisecond)
 	for i := range 20 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		_, err := pgw.Call(ctx, gw, "RERANK", rank)
+		_, err := pgw.Call(ctx, gw, "RERANK", rerank)
 		cancel()
 		require.Equal(t, context.DeadlineExceeded, err, "call %d: %v", i, err)
 	}

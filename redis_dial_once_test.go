@@ -5,13 +5,11 @@ import (
 	"log/slog"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
-	"github.com/pgw-go/pgw/config"
 	"github.com/pgw-go/pgw/internal/testutil"
 )
 
@@ -23,26 +21,17 @@ import (
 // decide, at its own interval and backoff.
 func TestRedisClientPgwBuildsDialsOnceWhenRedisRefuses(t *testing.T) {
 	srv := testutil.StartRedis(t)
-	s, err := config.FromMap(map[string]string{
+	gw, logs := loggedGateway(t, map[string]string{
 		"PGW_BREAKER_BACKEND":        "redis",
 		"PGW_REDIS_URL":              "redis://" + srv.Addr + "/0",
 		"PGW_REDIS_PREFIX":           "pgw-test-" + t.Name(),
 		"PGW_REDIS_PROBE_INTERVAL_S": "600", // the call, not the prober, meets the refusal
 		"PGW_SCOPES":                 "RERANK",
 		"RERANK__SOURCES":            "primary",
-	})
-	require.NoError(t, err)
-	var logs lockedBuffer
-	gw, err := pgw.New(context.Background(), *s, pgw.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = gw.Close() })
-	rank := func(context.Context, pgw.Source) (string, pgw.Usage, error) { return "ranked", pgw.Usage{}, nil }
-	_, err = pgw.Call(context.Background(), gw, "RERANK", rank)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return gw.OutcomeWriterStats().Unwritten == 0 }, 10*time.Second, time.Millisecond)
+	}, slog.LevelDebug)
 
 	srv.Stop()
-	got, err := pgw.Call(context.Background(), gw, "RERANK", rank)
+	got, err := pgw.Call(context.Background(), gw, "RERANK", rerank)
 	require.NoError(t, err, "fail_open serves the call locally")
 	assert.Equal(t, "ranked", got)
 	dials := regexp.MustCompile(`failed to dial after (\d+) attempts`).FindAllStringSubmatch(logs.String(), -1)

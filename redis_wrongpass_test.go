@@ -50,7 +50,7 @@ func TestRedisRefusingTheCredentialsIsUnreachableNotAScriptError(t *testing.T) {
 	})
 
 	t.Run("fail_open", func(t *testing.T) {
-		var logs lockedBuffer
+		var logs syncBuffer
 		gw, err := pgw.New(context.Background(), env("fail_open"),
 			pgw.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 		require.NoError(t, err)
