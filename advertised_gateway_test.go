@@ -37,6 +37,12 @@ func newAdvertiser(t *testing.T, up *testutil.Upstream, hdr func() http.Header) 
 	require.NoError(t, err)
 	a := &advertiser{hdr: hdr}
 	proxy := httputil.NewSingleHostReverseProxy(target)
+	// A transport of its own: http.DefaultTransport is shared with every
+	// test's httptest servers, whose Close closes its idle connections at
+	// moments this proxy does not choose.
+	tr := &http.Transport{}
+	proxy.Transport = tr
+	t.Cleanup(tr.CloseIdleConnections)
 	proxy.ModifyResponse = func(r *http.Response) error {
 		a.mu.Lock()
 		h := a.hdr()
