@@ -1,7 +1,6 @@
 package pgw
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/testutil"
 	"github.com/pgw-go/pgw/observe"
 )
 
@@ -53,23 +53,8 @@ type closePanicker struct{ observe.Nop }
 
 func (closePanicker) ObserveAttempt(observe.AttemptRecord) { panic("observer bug") }
 
-// syncBuffer is a log's output that the test reads while nothing writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log's output a test reads while the gateway writes it.
+type syncBuffer = testutil.LogBuffer
 
 // TestCloseReleasesEverythingWhenAnObserverPanicsOnAStreamItCloses: Close
 // closes the open streams itself when their ctx's hook has not (here: the

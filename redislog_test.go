@@ -1,11 +1,9 @@
 package pgw_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/internal/testutil"
 )
 
-// syncBuffer is a bytes.Buffer safe for the gateway's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log's output a test reads while the gateway writes it.
+type syncBuffer = testutil.LogBuffer
 
 // TestGoRedisLogsGoThroughTheGatewayLogger: with Redis down, go-redis's own
 // "failed to dial" lines reach the gateway's logger (at Debug), not stderr,
