@@ -380,41 +380,34 @@ round:
 		}
 		// With a quota gate that can, the breaker's decision and the
 		// quota's reservation are one operation (one round trip on Redis).
-		var (
-			d        gate.Decision
-			p        gate.Permit
-			qd       gate.QuotaDecision
-			took     admitted
-			combined bool
-			err      error
-		)
+		var ans admitAnswer
 		epoch := a.slotEpoch(i)
 		if a.admitter != nil && !paceFull {
-			d, p, qd, took, combined, err = a.admit(ctx, i, name, estTokens)
+			a.admit(ctx, i, name, estTokens, &ans)
 		}
-		if !combined {
-			d, err = a.breaker.TryEnter(ctx, name)
+		if !ans.combined {
+			ans.d, ans.err = a.breaker.TryEnter(ctx, name)
 		}
-		if err != nil {
+		if ans.err != nil {
 			a.unpace(name, paced)
-			if cerr := callerEnded(ctx, err); cerr != nil {
+			if cerr := callerEnded(ctx, ans.err); cerr != nil {
 				// The caller gave up: no source is to blame.
 				return nil, rej, cerr
 			}
 			which := "breaker"
-			if combined {
+			if ans.combined {
 				which = "breaker and quota"
 			}
-			gateErr = a.gateError(gateErr, which, name, err)
+			gateErr = a.gateError(gateErr, which, name, ans.err)
 			continue
 		}
-		a.w.afterTryEnter(ctx, i, d)
-		if !d.Allowed {
+		a.w.afterTryEnter(ctx, i, ans.d)
+		if !ans.d.Allowed {
 			a.unpace(name, paced)
 			// RetryAfter is 0 for a HalfOpen rejection, so this leaves no
 			// entry that could outlive the probe and hide a recovered source.
-			a.memo.SetUntil(name, clock().Add(d.RetryAfter))
-			rej = a.reject(obs, rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: d.RetryAfter}, "", clock)
+			a.memo.SetUntil(name, clock().Add(ans.d.RetryAfter))
+			rej = a.reject(obs, rej, Rejection{Source: name, Reason: CircuitOpen, RetryAfter: ans.d.RetryAfter}, "", clock)
 			continue
 		}
 		t := into
@@ -424,15 +417,15 @@ round:
 		into = nil
 		// Field by field into zeroed memory: a struct assignment would
 		// copy the whole ticket under the GC's write barrier.
-		t.a, t.Source, t.Decision, t.Skipped, t.idx, t.paced = a, name, d, rej, i, paced
+		t.a, t.Source, t.Decision, t.Skipped, t.idx, t.paced = a, name, ans.d, rej, i, paced
 		a.lat.begin(i)
 		if paceFull {
 			t.giveBack(ctx)
 			rej = a.reject(obs, rej, Rejection{Source: name, Reason: AdaptivePaced}, "", clock)
 			continue
 		}
-		if combined {
-			if !qd.Allowed {
+		if ans.combined {
+			if qd := &ans.qd; !qd.Allowed {
 				// Admit gave the decision back already; the pacer slot,
 				// taken before it, is this round's to free.
 				t.done.Store(true)
@@ -447,7 +440,7 @@ round:
 				rej = a.reject(obs, rej, Rejection{Source: name, Reason: RateLimited, RetryAfter: qd.RetryAfter}, qd.Limit, clock)
 				continue
 			}
-			t.permit, t.hasPermit = p, true
+			t.permit, t.hasPermit = ans.p, true
 		} else if a.quota != nil {
 			p, qd, err := a.quota.Acquire(ctx, name, estTokens)
 			if err != nil {
@@ -471,7 +464,7 @@ round:
 			}
 			t.permit, t.hasPermit = p, true
 		}
-		if a.adv != nil && !took.budget && !a.silentAt(i) {
+		if a.adv != nil && !ans.budget && !a.silentAt(i) {
 			if r, limit, ok := a.takeBudget(ctx, name, estTokens); !ok {
 				t.giveBack(ctx)
 				rej = a.reject(obs, rej, r, limit, clock)

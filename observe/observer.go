@@ -112,6 +112,7 @@ func AsFull(o Observer) Full {
 		return o
 	}
 	a := &adapter{o: o}
+	a.en, _ = o.(EnabledObserver)
 	a.start, _ = o.(AttemptStartObserver)
 	a.rej, _ = o.(RejectionObserver)
 	a.wait, _ = o.(WaitObserver)
@@ -121,6 +122,7 @@ func AsFull(o Observer) Full {
 
 type adapter struct {
 	o     Observer
+	en    EnabledObserver // o's Enabled; nil: o is always enabled
 	start AttemptStartObserver
 	rej   RejectionObserver
 	wait  WaitObserver
@@ -129,7 +131,7 @@ type adapter struct {
 
 // Enabled asks the wrapped observer, so that wrapping never turns an
 // observer that says it is off into one that is on.
-func (a *adapter) Enabled() bool { return Enabled(a.o) }
+func (a *adapter) Enabled() bool { return a.en == nil || a.en.Enabled() }
 
 func (a *adapter) ObserveAttempt(e AttemptRecord)   { a.o.ObserveAttempt(e) }
 func (a *adapter) ObserveStateChange(e StateChange) { a.o.ObserveStateChange(e) }
@@ -319,10 +321,7 @@ func ForCall(o Full) Full {
 		return o
 	}
 	if len(m.obs) > 64 {
-		if s := m.subset(func(i int) bool { return Enabled(m.obs[i]) }); len(s.obs) > 0 {
-			return s
-		}
-		return nil
+		return m.enabledSubset()
 	}
 	var mask uint64
 	for i, f := range m.obs {
@@ -330,12 +329,34 @@ func ForCall(o Full) Full {
 			mask |= 1 << i
 		}
 	}
-	switch {
-	case mask == 0:
+	switch mask {
+	case 0:
 		return nil
-	case mask == 1<<len(m.obs)-1:
+	case 1<<len(m.obs) - 1:
 		return m
-	case m.sub == nil:
+	}
+	return m.forMask(mask)
+}
+
+// enabledSubset is ForCall for a Multi of more than 64 members: a Multi of
+// those enabled now, or nil.
+//
+//go:noinline
+func (m *multi) enabledSubset() Full {
+	if s := m.subset(func(i int) bool { return Enabled(m.obs[i]) }); len(s.obs) > 0 {
+		return s
+	}
+	return nil
+}
+
+// forMask is ForCall for a Multi that some members would ignore and some
+// would not: the Multi of the members in mask, kept by mask for the next
+// call. Out of line: with every member enabled, or none, ForCall runs
+// without it, in fewer bytes of code.
+//
+//go:noinline
+func (m *multi) forMask(mask uint64) Full {
+	if m.sub == nil {
 		return m.subset(func(i int) bool { return mask&(1<<i) != 0 })
 	}
 	if s := m.sub[mask].Load(); s != nil {

@@ -627,7 +627,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		}
 		l.owned(lg.t.Source, func() { giveBackLost(ctx, l, r) })
 	}()
-	r.v, r.usage, r.err = attempt.attempt(actx, src, h)
+	r.v, r.usage, r.err = attempt.attempt(actx, &src, h)
 	r.outcome = observe.OutcomeSuccess
 	if o, ok := r.err.(errs.Originer); ok {
 		// The error names where it came from when it ends the call.

@@ -305,20 +305,22 @@ type attemptFunc[T any] func(ctx context.Context, src config.Source, h *hold) (T
 
 // attempter is what the loop runs as an attempt. A func type is one
 // without allocating: a func value fits the interface as it is, where a
-// closure adapting Run's AttemptFunc would be allocated per call.
+// closure adapting Run's AttemptFunc would be allocated per call. src is
+// the loop's own settings of the source, read only: the attempt's function
+// gets its copy, the one copy an attempt makes.
 type attempter[T any] interface {
-	attempt(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error)
+	attempt(ctx context.Context, src *config.Source, h *hold) (T, transport.Usage, error)
 }
 
-func (f attemptFunc[T]) attempt(ctx context.Context, src config.Source, h *hold) (T, transport.Usage, error) {
-	return f(ctx, src, h)
+func (f attemptFunc[T]) attempt(ctx context.Context, src *config.Source, h *hold) (T, transport.Usage, error) {
+	return f(ctx, *src, h)
 }
 
 // plainAttempt is Run's AttemptFunc, which takes no hold.
 type plainAttempt[T any] AttemptFunc[T]
 
-func (f plainAttempt[T]) attempt(ctx context.Context, src config.Source, _ *hold) (T, transport.Usage, error) {
-	return f(ctx, src)
+func (f plainAttempt[T]) attempt(ctx context.Context, src *config.Source, _ *hold) (T, transport.Usage, error) {
+	return f(ctx, *src)
 }
 
 // run is the one loop behind Run, Chat, Embed and OCR, with the call's
@@ -529,7 +531,6 @@ func newAttempt(st *roundState, reuse bool, first *First) (*attemptState, *admis
 // in a defer, so a panic in the attempt leaks nothing and propagates.
 func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admission.Ticket, attempt attempter[T], ar *attemptReport, as *attemptState) (v T, class Class, err error) {
 	ls := l.lookup(t.Source)
-	src := ls.Source
 	ctx = ar.context(ctx)
 	// One context carries the call's end and the source's timeout: under
 	// the call's own Ctx it registers directly, with no hook of its own.
@@ -544,9 +545,9 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 	case l.wall && ls.timeouts != nil:
 		ac.InitOn(ctx, now, ls.timeouts)
 	case l.wall:
-		ac.InitAt(ctx, now, src.Timeout)
+		ac.InitAt(ctx, now, ls.Timeout)
 	default:
-		ac.Init(ctx, src.Timeout)
+		ac.Init(ctx, ls.Timeout)
 	}
 	actx, heard := as.answers.listenOn(ac, l.adm, t.Source)
 	h := &as.hold // zeroed: set field by field
@@ -574,14 +575,14 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 			_ = t.Done(ctx, res)
 		}
 	}()
-	v, usage, err = attempt.attempt(actx, src, h)
+	v, usage, err = attempt.attempt(actx, &ls.Source, h)
 	outcome = observe.OutcomeSuccess
 	if err == nil {
 		res = admission.Result{Outcome: gate.Success, Tokens: settled(usage)}
 		return v, Success, nil
 	}
 	var zero T
-	class, res, outcome, err = l.failed(ctx, t.Source, src, err)
+	class, res, outcome, err = l.failed(ctx, t.Source, &ls.Source, err)
 	return zero, class, err
 }
 
@@ -606,7 +607,7 @@ func endReported(ctx context.Context, l *Loop, t *admission.Ticket, h *hold, hea
 // outcome as observers see it and the error as the call returns it.
 //
 //go:noinline
-func (l *Loop) failed(ctx context.Context, source string, src config.Source, err error) (Class, admission.Result, string, error) {
+func (l *Loop) failed(ctx context.Context, source string, src *config.Source, err error) (Class, admission.Result, string, error) {
 	if o, ok := err.(errs.Originer); ok {
 		// The error names where it came from when it ends the call.
 		err = o.WithOrigin(l.scope, source)
@@ -616,7 +617,7 @@ func (l *Loop) failed(ctx context.Context, source string, src config.Source, err
 		// nothing about the source.
 		return Canceled, admission.Result{Outcome: gate.Released}, endedOutcome(ctx), ctx.Err()
 	}
-	if d, ok := sourceHTTPError(err, src, l.clock.Now()); ok {
+	if d, ok := sourceHTTPError(err, *src, l.clock.Now()); ok {
 		// An SDK's error: described as an upstream HTTP failure so that its
 		// Retry-After holds the source off; errors.As still reaches it.
 		err = d
