@@ -127,6 +127,7 @@ type SourceAdmission struct {
 	admitter    gate.Admitter       // the quota gate when it can admit with the breaker
 	budgeter    gate.BudgetAdmitter // admitter, when it can take the advertised budget with them; nil otherwise
 	concluder   gate.Concluder      // the quota gate when it can give back with the breaker
+	finisher    gate.Finisher       // the quota gate when it settles and releases in one operation
 	probes      []probeWait         // by selector index: probe outcomes in the writer
 	slots       []slotWait          // by selector index: outcomes in the writer that free a slot
 	degrader    Degrader            // the breaker when it can report an outage of its store
@@ -205,6 +206,7 @@ func New(cfg Config) (*SourceAdmission, error) {
 	if co, ok := cfg.Quota.(gate.Concluder); ok {
 		a.concluder = co
 	}
+	a.finisher, _ = cfg.Quota.(gate.Finisher)
 	if dg, ok := cfg.Breaker.(Degrader); ok {
 		a.degrader = dg
 	}

@@ -134,7 +134,7 @@ func (t *Ticket) giveBackGates(ctx context.Context, r Result, written bool) (gat
 	}
 	if t.hasPermit {
 		// Settled and released together: one round trip on Redis.
-		if err := gate.Finish(ctx, a.quota, t.permit, r.Tokens); err != nil {
+		if err := a.finish(ctx, &t.permit, r.Tokens); err != nil {
 			errPermit = fmt.Errorf("give back permit: %w", err)
 		}
 	}
@@ -151,6 +151,15 @@ func (t *Ticket) giveBackGates(ctx context.Context, r Result, written bool) (gat
 	}
 	return o, u, errRecord == nil, fmt.Errorf("pgw/admission: scope %q: giving back source %q: %w",
 		a.scope, t.Source, errors.Join(errRecord, errPermit))
+}
+
+// finish is gate.Finish on the admission's quota gate, with the gate's
+// Finish found once, when the admission was built, rather than per call.
+func (a *SourceAdmission) finish(ctx context.Context, p *gate.Permit, tokens int64) error {
+	if a.finisher != nil && tokens >= 0 {
+		return a.finisher.Finish(ctx, *p, tokens)
+	}
+	return gate.Finish(ctx, a.quota, *p, tokens)
 }
 
 // paceOutcome is what an attempt's result says about upstream capacity.
