@@ -145,3 +145,51 @@ func TestChatStreamAsksNoStreamOptionsOfMistral(t *testing.T) {
 		})
 	}
 }
+
+// Mistral's own API names the seed random_seed and refuses seed with a
+// 422; every other host gets seed.
+func TestChatSeedIsRandomSeedForMistral(t *testing.T) {
+	seed := 42
+	for base, key := range map[string]string{
+		"https://api.mistral.ai/v1":       "random_seed",
+		"https://codestral.mistral.ai/v1": "random_seed",
+		"https://api.openai.com/v1":       "seed",
+		"http://vllm:8000/v1":             "seed", // a Mistral model served by vLLM
+	} {
+		t.Run(base, func(t *testing.T) {
+			req := hello()
+			req.Seed = &seed
+			var h anyHost
+			body := h.sent(t, base, 0, req)
+			assert.Equal(t, float64(42), body[key])
+			other := map[string]string{"seed": "random_seed", "random_seed": "seed"}[key]
+			assert.NotContains(t, body, other)
+		})
+	}
+}
+
+// On Mistral's API random_seed is Seed's key: Extra may add it when the
+// request sets no Seed, and may not when it does.
+func TestChatExtraRandomSeedOnMistral(t *testing.T) {
+	const base = "https://api.mistral.ai/v1"
+	req := hello()
+	req.Extra = map[string]any{"random_seed": 7}
+	var h anyHost
+	body := h.sent(t, base, 0, req)
+	assert.Equal(t, float64(7), body["random_seed"])
+	assert.NotContains(t, body, "seed")
+
+	seed := 42
+	req.Seed = &seed
+	src := transport.Source{Name: "mi", BaseURL: base}
+	_, err := openai.New().ChatStream(testCtx(t), src, req)
+	var re *transport.RequestError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "Extra[random_seed]", re.Field)
+	require.ErrorAs(t, openai.New().ValidateChat(src, req), &re, "refused before admission too")
+	assert.Equal(t, "Extra[random_seed]", re.Field)
+
+	body = h.sent(t, "https://api.openai.com/v1", 0, req) // elsewhere Extra's key is its own
+	assert.Equal(t, float64(42), body["seed"])
+	assert.Equal(t, float64(7), body["random_seed"])
+}

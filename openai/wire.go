@@ -28,6 +28,7 @@ type chatRequest struct {
 	TopP                *float64            `json:"top_p,omitempty"`
 	Stop                []string            `json:"stop,omitempty"`
 	Seed                *int                `json:"seed,omitempty"`
+	RandomSeed          *int                `json:"random_seed,omitempty"` // Seed, as Mistral's own API names it
 	Tools               []wireTool          `json:"tools,omitempty"`
 	ToolChoice          any                 `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool               `json:"parallel_tool_calls,omitempty"`
@@ -101,8 +102,25 @@ type wireJSONSchema struct {
 // Extra key that the transport writes itself. Every other modelled field is
 // OpenAI's own.
 func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
-	return transport.ExtraConflict(req.Extra, reservedKeys, src)
+	return extraConflict(src, req)
 }
+
+// extraConflict reports an Extra key of req that chatBody writes itself for
+// src: one of reservedKeys, or random_seed when req sets Seed for Mistral's
+// own API (which names the seed so). Without a Seed, random_seed in Extra
+// is Extra's to add.
+func extraConflict(src transport.Source, req transport.ChatRequest) error {
+	if err := transport.ExtraConflict(req.Extra, reservedKeys, src); err != nil {
+		return err
+	}
+	if req.Seed != nil && isMistral(baseHost(src.BaseURL)) {
+		return transport.ExtraConflict(req.Extra, mistralSeed, src)
+	}
+	return nil
+}
+
+// mistralSeed is the key of Seed in Mistral's own API.
+var mistralSeed = []string{"random_seed"}
 
 var _ transport.ChatValidator = (*Client)(nil)
 
@@ -112,7 +130,7 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if err := transport.ExtraConflict(req.Extra, reservedKeys, src); err != nil {
+	if err := extraConflict(src, req); err != nil {
 		return nil, err
 	}
 	model := req.Model
@@ -130,13 +148,15 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
 		Stop:              req.Stop,
-		Seed:              req.Seed,
 		ParallelToolCalls: req.ParallelToolCalls,
 		User:              req.User,
 	}
 	host := baseHost(src.BaseURL)
-	if !isMistral(host) {
+	if isMistral(host) {
+		body.RandomSeed = req.Seed
+	} else {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
+		body.Seed = req.Seed
 	}
 	if _, named := req.Extra[maxCompletionTokens]; !named {
 		if isOpenAI(host) {
@@ -196,8 +216,8 @@ func isOpenAI(host string) bool {
 
 // isMistral reports whether host is Mistral's own API (api.mistral.ai,
 // codestral.mistral.ai), which answers an unknown body key with a 422 —
-// stream_options among them — and reports usage in the last chunk of every
-// stream without being asked.
+// stream_options and seed among them: it names the seed random_seed — and
+// reports usage in the last chunk of every stream without being asked.
 func isMistral(host string) bool {
 	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")
 }

@@ -194,7 +194,8 @@ type ChatRequest struct {
 	TopP *float64
 	// Stop lists sequences at which the answer ends.
 	Stop []string
-	// Seed asks for deterministic sampling (OpenAI only).
+	// Seed asks for deterministic sampling (OpenAI's wire: seed, or
+	// random_seed to Mistral's own API; Anthropic has none).
 	Seed *int
 	// Tools are the functions the model may call.
 	Tools []Tool
