@@ -290,7 +290,17 @@ func Multi(obs ...Observer) Full {
 	if len(m.obs) <= maxCachedMembers {
 		m.sub = make([]atomic.Pointer[multi], 1<<len(m.obs))
 	}
+	m.index()
 	return m
+}
+
+// index finds each member's Enabled once (m.en), so that a call asks them
+// without asserting each member's type again.
+func (m *multi) index() {
+	m.en = make([]EnabledObserver, len(m.obs))
+	for i, o := range m.obs {
+		m.en[i], _ = o.(EnabledObserver)
+	}
 }
 
 // maxCachedMembers is the largest Multi whose every subset of members a call
@@ -299,6 +309,7 @@ const maxCachedMembers = 6
 
 type multi struct {
 	obs []Full
+	en  []EnabledObserver // en[i] is obs[i]'s Enabled; nil: always enabled
 	// sub holds, by the mask of the members enabled, the Multi of those
 	// members, built the first time a call finds that mask; nil when obs
 	// is too long to keep every subset.
@@ -324,8 +335,8 @@ func ForCall(o Full) Full {
 		return m.enabledSubset()
 	}
 	var mask uint64
-	for i, f := range m.obs {
-		if Enabled(f) {
+	for i, e := range m.en {
+		if e == nil || e.Enabled() {
 			mask |= 1 << i
 		}
 	}
@@ -375,6 +386,7 @@ func (m *multi) subset(in func(int) bool) *multi {
 			s.obs = append(s.obs, f)
 		}
 	}
+	s.index()
 	return s
 }
 
