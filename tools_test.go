@@ -164,6 +164,33 @@ func TestRequestABackupCannotCarryFailsBeforeAnyAttempt(t *testing.T) {
 	assert.Zero(t, up.TotalRequests(), "not even the primary, which could carry it, is asked")
 }
 
+// A backup on Mistral's own API, which refuses a User with a 422: the call
+// fails before any attempt, as for any field a fail-over target cannot
+// carry; a Seed goes there as random_seed and fails nothing.
+func TestRequestAMistralBackupCannotCarryFailsBeforeAnyAttempt(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":              "CHAT",
+		"CHAT__SOURCES":           "oa,mistral",
+		"CHAT__OA__BASE_URL":      up.URL,
+		"CHAT__OA__API_KEY":       "sk-oa",
+		"CHAT__MISTRAL__BASE_URL": "https://api.mistral.ai/v1",
+		"CHAT__MISTRAL__API_KEY":  "sk-mi",
+		"CHAT__MISTRAL__PRIORITY": "1",
+	})
+	_, err := gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello().Messages, User: "user-1234"})
+	var re *pgw.RequestError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "User", re.Field)
+	assert.Equal(t, "mistral", re.Source)
+	assert.Zero(t, up.TotalRequests(), "not even the primary, which could carry it, is asked")
+
+	seed := 7
+	_, err = gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello().Messages, Seed: &seed})
+	require.NoError(t, err, "the primary answers; a Seed is no problem for the backup")
+	assert.Equal(t, 1, up.TotalRequests())
+}
+
 func TestAnthropicSourceInAnEmbeddingScopeIsAConfigError(t *testing.T) {
 	s, err := config.FromMap(map[string]string{
 		"PGW_SCOPES":                  "EMBEDDING",

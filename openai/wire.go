@@ -99,22 +99,56 @@ type wireJSONSchema struct {
 }
 
 // ValidateChat reports a request that this transport cannot send to src: an
-// Extra key that the transport writes itself. Every other modelled field is
-// OpenAI's own.
+// Extra key that the transport writes itself, or, to Mistral's own API, a
+// field it refuses (User; Name on a message other than a tool result).
+// Every other modelled field is OpenAI's own.
 func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
-	return extraConflict(src, req)
+	return unsendable(src, req)
 }
 
-// extraConflict reports an Extra key of req that chatBody writes itself for
-// src: one of reservedKeys, or random_seed when req sets Seed for Mistral's
-// own API (which names the seed so). Without a Seed, random_seed in Extra
-// is Extra's to add.
-func extraConflict(src transport.Source, req transport.ChatRequest) error {
+// unsendable reports a request that chatBody cannot send to src: an
+// Extra key it writes itself (one of reservedKeys, or random_seed when req
+// sets Seed for Mistral's own API, which names the seed so; without a Seed,
+// random_seed in Extra is Extra's to add), or a field Mistral's own API has
+// no place for (mistralProblem).
+func unsendable(src transport.Source, req transport.ChatRequest) error {
 	if err := transport.ExtraConflict(req.Extra, reservedKeys, src); err != nil {
 		return err
 	}
-	if req.Seed != nil && isMistral(baseHost(src.BaseURL)) {
+	if !isMistral(baseHost(src.BaseURL)) {
+		return nil
+	}
+	if err := mistralProblem(src, req); err != nil {
+		return err
+	}
+	if req.Seed != nil {
 		return transport.ExtraConflict(req.Extra, mistralSeed, src)
+	}
+	return nil
+}
+
+// mistralProblem reports a field of req that Mistral's own API has no
+// place for and refuses with a 422 (it answers every key it does not know
+// so): the end user (User), and a participant's name on any message but a
+// tool result, which it names by its function.
+func mistralProblem(src transport.Source, req transport.ChatRequest) error {
+	if req.User != "" {
+		return &transport.RequestError{
+			Field:    "User",
+			Problem:  "Mistral's own API has no end-user field and refuses one with a 422; leave User empty for scopes with a source on mistral.ai",
+			Source:   src.Name,
+			Provider: src.Provider,
+		}
+	}
+	for i, m := range req.Messages {
+		if m.Name != "" && m.Role != transport.RoleTool {
+			return &transport.RequestError{
+				Field:    fmt.Sprintf("Messages[%d].Name", i),
+				Problem:  "Mistral's own API names only tool results, and refuses a participant's name with a 422; leave Name empty for scopes with a source on mistral.ai",
+				Source:   src.Name,
+				Provider: src.Provider,
+			}
+		}
 	}
 	return nil
 }
@@ -130,7 +164,7 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if err := extraConflict(src, req); err != nil {
+	if err := unsendable(src, req); err != nil {
 		return nil, err
 	}
 	model := req.Model
@@ -216,8 +250,9 @@ func isOpenAI(host string) bool {
 
 // isMistral reports whether host is Mistral's own API (api.mistral.ai,
 // codestral.mistral.ai), which answers an unknown body key with a 422 —
-// stream_options and seed among them: it names the seed random_seed — and
-// reports usage in the last chunk of every stream without being asked.
+// stream_options, seed (it names the seed random_seed), user, and name on
+// any message but a tool result among them — and reports usage in the last
+// chunk of every stream without being asked.
 func isMistral(host string) bool {
 	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")
 }

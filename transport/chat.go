@@ -209,7 +209,9 @@ type ChatRequest struct {
 	// ResponseFormat asks for plain text, a JSON object or JSON matching a
 	// schema; nil means text.
 	ResponseFormat *ResponseFormat
-	// User identifies the end user to the provider (abuse monitoring).
+	// User identifies the end user to the provider (abuse monitoring;
+	// Mistral's own API has no such field, and a request setting it to a
+	// source there is a *RequestError).
 	User string
 	// Extra holds provider fields pgw does not model, merged into the
 	// request body as top-level keys. Extra only adds: a key that pgw
