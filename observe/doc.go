@@ -40,7 +40,10 @@
 // never waits on it, a full queue drops the event and counts it (Dropped),
 // and Close drains the queue and stops the goroutine. Wrap any observer that
 // does more than update counters in Async. One goroutine delivers, so the
-// order of one call's events survives the queue.
+// order of one call's events survives the queue. What a full queue drops
+// never leaves a gauge wrong: the end of an attempt or wait whose start went
+// in is kept aside rather than dropped, so is each source's latest state
+// change, and an attempt or wait whose start was dropped loses its end too.
 //
 // # What each event means
 //
