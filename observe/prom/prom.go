@@ -171,7 +171,10 @@ func (c *Collector) CountDropped(d Dropper) {
 }
 
 // Async returns c behind an observe.Async queue of buffer events (≤ 0: the
-// default) whose drops pgw_observer_dropped_total counts. Close it when done.
+// default) whose drops pgw_observer_dropped_total counts. What a full queue
+// drops leaves the gauges right: pgw_in_flight never counts an attempt whose
+// start or end alone was lost, and pgw_breaker_state and the advertised
+// gauges get each source's latest event. Close it when done.
 func (c *Collector) Async(buffer int) *observe.AsyncObserver {
 	a := observe.Async(c, buffer)
 	c.CountDropped(a)
