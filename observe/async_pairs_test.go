@@ -1,6 +1,7 @@
 package observe_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -196,4 +197,32 @@ func TestAsyncCloseDeliversWhatWasKeptAside(t *testing.T) {
 	a.ObserveStateChange(observe.StateChange{Source: "a", To: gate.Open})
 	assert.Equal(t, []string{"call hold", "start a#1", "attempt a#1 ok"}, h.events())
 	assert.Equal(t, uint64(2), a.Dropped())
+}
+
+// withAdvertised is the held recorder that also takes Advertised events.
+type withAdvertised struct {
+	observe.Funcs
+	r *recorder
+}
+
+func (w withAdvertised) ObserveAdvertised(e observe.Advertised) {
+	w.r.add(fmt.Sprintf("advertised %s %d", e.Source, e.Requests.Remaining))
+}
+
+// Each source's latest advertised figures survive a full queue the same
+// way: the last one of each source comes, in order, once the queue drains.
+func TestAsyncKeepsEachSourcesLatestAdvertised(t *testing.T) {
+	h := newHeld()
+	a := observe.Async(withAdvertised{h.full(), h.recorder}, 1)
+	h.hold(a)
+	a.ObserveRejection(observe.Rejection{Source: "a", Reason: "rate_limited"}) // queued: full
+	a.ObserveAdvertised(observe.Advertised{Source: "a", Requests: observe.AdvertisedWindow{Remaining: 9}})
+	a.ObserveAdvertised(observe.Advertised{Source: "b", Requests: observe.AdvertisedWindow{Remaining: 5}})
+	a.ObserveAdvertised(observe.Advertised{Source: "a", Requests: observe.AdvertisedWindow{Remaining: 8}})
+	close(h.release)
+	a.Close()
+	assert.Equal(t, []string{
+		"call hold", "reject a rate_limited", "advertised b 5", "advertised a 8",
+	}, h.events())
+	assert.Equal(t, uint64(1), a.Dropped())
 }
