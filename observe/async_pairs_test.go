@@ -45,6 +45,15 @@ func (h *held) hold(a *observe.AsyncObserver) {
 	<-h.taken
 }
 
+// overflow holds a's goroutine (a delivering to h), runs send, lets the
+// goroutine go and closes a: what h got is then all a delivered.
+func (h *held) overflow(a *observe.AsyncObserver, send func()) {
+	h.hold(a)
+	send()
+	close(h.release)
+	a.Close()
+}
+
 // The end of an attempt whose start was queued is never lost to a full
 // queue: it waits aside and comes after the queue, in order. An attempt
 // whose start was dropped loses its end too. Events of no pair are
@@ -76,12 +85,11 @@ func TestAsyncKeepsTheEndOfAnAttemptWhoseStartWasQueued(t *testing.T) {
 func TestAsyncKeepsTheEndOfAQueuedWaitAndItsOrder(t *testing.T) {
 	h := newHeld()
 	a := observe.Async(h.full(), 1)
-	h.hold(a)
-	a.ObserveWaitStart(observe.WaitStart{Scope: "S", Reason: "quota_full"}) // queued: full
-	a.ObserveWaitEnd(observe.WaitEnd{Scope: "S", Source: "a"})              // kept
-	a.ObserveCall(observe.CallResult{Result: "success"})                    // dropped
-	close(h.release)
-	a.Close()
+	h.overflow(a, func() {
+		a.ObserveWaitStart(observe.WaitStart{Scope: "S", Reason: "quota_full"}) // queued: full
+		a.ObserveWaitEnd(observe.WaitEnd{Scope: "S", Source: "a"})              // kept
+		a.ObserveCall(observe.CallResult{Result: "success"})                    // dropped
+	})
 	assert.Equal(t, []string{"call hold", "wait quota_full", "waited a"}, h.events())
 	assert.Equal(t, uint64(1), a.Dropped())
 }
@@ -92,14 +100,13 @@ func TestAsyncKeepsTheEndOfAQueuedWaitAndItsOrder(t *testing.T) {
 func TestAsyncKeepsEachSourcesLatestState(t *testing.T) {
 	h := newHeld()
 	a := observe.Async(h.full(), 1)
-	h.hold(a)
-	a.ObserveRejection(observe.Rejection{Source: "a", Reason: "rate_limited"}) // queued: full
-	a.ObserveStateChange(observe.StateChange{Source: "a", From: gate.Closed, To: gate.Open})
-	a.ObserveStateChange(observe.StateChange{Source: "b", From: gate.Closed, To: gate.Open})
-	a.ObserveStateChange(observe.StateChange{Source: "a", From: gate.Open, To: gate.HalfOpen})
-	a.ObserveAdvertised(observe.Advertised{Source: "a"})
-	close(h.release)
-	a.Close()
+	h.overflow(a, func() {
+		a.ObserveRejection(observe.Rejection{Source: "a", Reason: "rate_limited"}) // queued: full
+		a.ObserveStateChange(observe.StateChange{Source: "a", From: gate.Closed, To: gate.Open})
+		a.ObserveStateChange(observe.StateChange{Source: "b", From: gate.Closed, To: gate.Open})
+		a.ObserveStateChange(observe.StateChange{Source: "a", From: gate.Open, To: gate.HalfOpen})
+		a.ObserveAdvertised(observe.Advertised{Source: "a"})
+	})
 	assert.Equal(t, []string{
 		"call hold", "reject a rate_limited", "state b closed→open", "state a open→half_open",
 	}, h.events(), "the recorder has no Advertised method: it is not delivered to it")
@@ -214,13 +221,12 @@ func (w withAdvertised) ObserveAdvertised(e observe.Advertised) {
 func TestAsyncKeepsEachSourcesLatestAdvertised(t *testing.T) {
 	h := newHeld()
 	a := observe.Async(withAdvertised{h.full(), h.recorder}, 1)
-	h.hold(a)
-	a.ObserveRejection(observe.Rejection{Source: "a", Reason: "rate_limited"}) // queued: full
-	a.ObserveAdvertised(observe.Advertised{Source: "a", Requests: observe.AdvertisedWindow{Remaining: 9}})
-	a.ObserveAdvertised(observe.Advertised{Source: "b", Requests: observe.AdvertisedWindow{Remaining: 5}})
-	a.ObserveAdvertised(observe.Advertised{Source: "a", Requests: observe.AdvertisedWindow{Remaining: 8}})
-	close(h.release)
-	a.Close()
+	h.overflow(a, func() {
+		a.ObserveRejection(observe.Rejection{Source: "a", Reason: "rate_limited"}) // queued: full
+		a.ObserveAdvertised(observe.Advertised{Source: "a", Requests: observe.AdvertisedWindow{Remaining: 9}})
+		a.ObserveAdvertised(observe.Advertised{Source: "b", Requests: observe.AdvertisedWindow{Remaining: 5}})
+		a.ObserveAdvertised(observe.Advertised{Source: "a", Requests: observe.AdvertisedWindow{Remaining: 8}})
+	})
 	assert.Equal(t, []string{
 		"call hold", "reject a rate_limited", "advertised b 5", "advertised a 8",
 	}, h.events())
