@@ -58,13 +58,18 @@ type GatewayClient struct {
 	life context.Context // cancelled (cause ErrClosed) by Close
 	kill context.CancelCauseFunc
 
-	mu      sync.RWMutex
+	mu      sync.Mutex // guards closed and streams
 	closed  bool
-	calls   sync.WaitGroup // calls and streams in flight
 	streams map[*Stream]struct{}
 
-	liveMu sync.Mutex
-	live   *call // the calls in flight, a doubly linked list: Close ends their ctx
+	// The calls in flight, streams' included, under liveMu, all in one
+	// place that each call's start and end touch: Close ends their ctx and
+	// waits for the last of them.
+	liveMu  sync.Mutex
+	live    *call         // a doubly linked list
+	liveN   int           // its length
+	shut    bool          // Close began: no call registers any more
+	drained chan struct{} // closed when liveN reaches 0 once Close waits; nil before
 
 	closeOnce sync.Once
 	closeErr  error
@@ -496,7 +501,7 @@ func (g *GatewayClient) Close() error {
 		for _, s := range streams {
 			p = g.closeStream(s, p)
 		}
-		g.calls.Wait()
+		g.waitCalls()
 		for _, sc := range g.scopes {
 			// Hedge losers give back after their calls returned.
 			sc.loop.WaitHedges()

@@ -58,21 +58,19 @@ func (g *GatewayClient) enterPlain(ctx context.Context) (*plainCall, error) {
 func (g *GatewayClient) register(ctx context.Context, c *call) error {
 	c.g = g
 	c.cc.Init(ctx, 0)
-	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
+	g.liveMu.Lock()
+	if g.shut {
+		g.liveMu.Unlock()
 		c.cc.Stop()
 		return ErrClosed
 	}
-	g.calls.Add(1)
-	g.liveMu.Lock()
 	c.next = g.live
 	if g.live != nil {
 		g.live.prev = c
 	}
 	g.live = c
+	g.liveN++
 	g.liveMu.Unlock()
-	g.mu.RUnlock()
 	return nil
 }
 
@@ -92,9 +90,16 @@ func (c *call) end(err error) error {
 			c.next.prev = c.prev
 		}
 		c.prev, c.next = nil, nil
+		g.liveN--
+		var last chan struct{} // Close is waiting for this call, the last
+		if g.liveN == 0 {
+			last, g.drained = g.drained, nil
+		}
 		g.liveMu.Unlock()
 		c.cc.Stop()
-		g.calls.Done()
+		if last != nil {
+			close(last)
+		}
 	}
 	return err
 }
@@ -108,12 +113,13 @@ func (c *call) endOnPanic() {
 	}
 }
 
-// interruptCalls ends the ctx of every live call with ErrClosed; Close
-// calls it once closed is set, so no call registers after it. Ending a
-// ctx only wakes its call (nothing runs under liveMu but the list).
+// interruptCalls stops calls from registering and ends the ctx of every
+// live call with ErrClosed. Ending a ctx only wakes its call (nothing runs
+// under liveMu but the list).
 func (g *GatewayClient) interruptCalls() {
 	var live []*call
 	g.liveMu.Lock()
+	g.shut = true
 	for c := g.live; c != nil; c = c.next {
 		live = append(live, c)
 	}
@@ -133,4 +139,18 @@ func (c *call) closedErr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// waitCalls returns once no call is live; Close calls it after
+// interruptCalls, so the count only goes down.
+func (g *GatewayClient) waitCalls() {
+	g.liveMu.Lock()
+	if g.liveN == 0 {
+		g.liveMu.Unlock()
+		return
+	}
+	last := make(chan struct{})
+	g.drained = last
+	g.liveMu.Unlock()
+	<-last
 }
