@@ -52,6 +52,9 @@ const SDKVerdictStatus = http.StatusFailedDependency
 //   - the source's API_KEY replaces whatever credentials the SDK set, in
 //     the header of its PROVIDER (Authorization: Bearer, api-key,
 //     x-api-key);
+//   - an openai source's ORGANIZATION and PROJECT, when set, replace the
+//     SDK's OpenAI-Organization and OpenAI-Project headers (without them
+//     the SDK's pass as sent); an azure or anthropic source gets neither;
 //   - when the source has a MODEL, it replaces the top-level "model" of a
 //     JSON body; without one the SDK's model is sent as is;
 //   - the body is kept in memory to be re-sent (at most MaxSDKRequestBody).

@@ -264,6 +264,7 @@ func (a *sdkAttempt) open(ctx context.Context, src config.Source) (retry.Items[s
 	// body must be read as the upstream meant it (events, usage).
 	out.Header.Del("Accept-Encoding")
 	provider.SetAuth(out.Header, src.Provider, src.APIKey.Reveal())
+	provider.SetAccount(out.Header, src)
 	observe.InjectHeaders(ctx, out.Header) // an observer's trace context
 	resp, err := a.g.upstreamClient().Do(out)
 	if err != nil {

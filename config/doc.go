@@ -57,6 +57,8 @@
 //	               and rate-limit formats, BASE_URL convention, default transport
 //	LIMITS_FROM_HEADERS  true | false (default), any case: the advertised
 //	               limits replace RPM and TPM
+//	ORGANIZATION, PROJECT  PROVIDER=openai only: the OpenAI-Organization and
+//	               OpenAI-Project headers of the source's requests; unset for none
 //
 // Keys ending in _S are seconds and accept fractions ("0.5"), within
 // [0.001, 10000000]; NaN, infinities, negatives and zero are rejected (but

@@ -153,6 +153,29 @@ var sourceFields = []field[Source]{
 	enumField("PROVIDER", func(s *Source) *Provider { return &s.Provider },
 		ProviderOpenAI, ProviderAzure, ProviderAnthropic),
 	boolField("LIMITS_FROM_HEADERS", func(s *Source) *bool { return &s.LimitsFromHeaders }),
+	accountField("ORGANIZATION", func(s *Source) *string { return &s.Organization }),
+	accountField("PROJECT", func(s *Source) *string { return &s.Project }),
+}
+
+// legalAccount is the legal text of ORGANIZATION and PROJECT.
+const legalAccount = "any text without control characters or surrounding spaces, only with PROVIDER=openai; unset for none"
+
+// accountField is ORGANIZATION or PROJECT: text that goes into a request
+// header, so without control characters, and only for an openai source
+// (validate checks the provider). Empty is illegal: unset means none.
+func accountField(suffix string, ptr func(*Source) *string) field[Source] {
+	return field[Source]{
+		suffix: suffix,
+		legal:  legalAccount,
+		load: func(s *Source, raw string) bool {
+			if raw == "" || hasControl(raw) {
+				return false
+			}
+			*ptr(s) = raw
+			return true
+		},
+		check: func(s *Source) (string, bool) { v := *ptr(s); return v, !hasControl(v) },
+	}
 }
 
 // rateField is RPM or TPM: an integer key whose legal text is the whole

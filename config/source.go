@@ -52,6 +52,13 @@ type Source struct {
 	// ({SCOPE}__{SOURCE}__LIMITS_FROM_HEADERS, default false). RPM and TPM,
 	// when set, are still shown beside the advertised limits.
 	LimitsFromHeaders bool
+	// Organization and Project name the OpenAI organization and project a
+	// request to an openai source counts against (its OpenAI-Organization
+	// and OpenAI-Project headers; {SCOPE}__{SOURCE}__ORGANIZATION and
+	// __PROJECT). Empty sends none of pgw's own; an SDK's header then
+	// passes through the governed http.Client unchanged. Only a source
+	// with PROVIDER openai may set them.
+	Organization, Project string
 }
 
 // Key returns the form of a source name used in environment keys: upper-case,

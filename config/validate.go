@@ -65,6 +65,13 @@ func validate(s Settings, ps *problems) {
 			}
 			keys[k] = src.Name
 			checkFields(sourceFields, src, prefix+k+"__", ps)
+			if p := src.WithDefaults().Provider; p != ProviderOpenAI {
+				for _, a := range []struct{ suffix, v string }{{"ORGANIZATION", src.Organization}, {"PROJECT", src.Project}} {
+					if key := prefix + k + "__" + a.suffix; a.v != "" && !ps.has(key) {
+						ps.add(key, clip(a.v), legalAccount+" (PROVIDER is "+string(p)+")")
+					}
+				}
+			}
 			// The quota gates count rates exactly, which bounds the large
 			// ones; say so here rather than fail later in the gateway.
 			for _, r := range []struct {

@@ -102,6 +102,7 @@ func (c *Client) post(ctx context.Context, src transport.Source, path string, bo
 		req.Header.Set("Accept", "application/json")
 	}
 	provider.SetAuth(req.Header, src.Provider, src.APIKey.Reveal())
+	provider.SetAccount(req.Header, src)
 	observe.InjectHeaders(ctx, req.Header) // an observer's trace context
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -42,3 +42,30 @@ func DropAuth(h http.Header) {
 	h.Del("Api-Key")
 	h.Del("X-Api-Key")
 }
+
+// The headers that name the OpenAI organization and project a request
+// counts against (openai-go's option.WithOrganization and WithProject, the
+// OPENAI_ORG_ID and OPENAI_PROJECT_ID of OpenAI's SDKs).
+const (
+	HeaderOrganization = "OpenAI-Organization"
+	HeaderProject      = "OpenAI-Project"
+)
+
+// SetAccount makes h's account headers src's. For an openai source, its
+// ORGANIZATION and PROJECT, when set, replace whatever h carries (a request
+// an SDK built for another account); when unset, h keeps its own. Any other
+// provider gets neither: they name an OpenAI account, which an Azure or
+// Anthropic source has no use for and should not be told.
+func SetAccount(h http.Header, src config.Source) {
+	if src.Provider != config.ProviderOpenAI && src.Provider != "" {
+		h.Del(HeaderOrganization)
+		h.Del(HeaderProject)
+		return
+	}
+	if src.Organization != "" {
+		h.Set(HeaderOrganization, src.Organization)
+	}
+	if src.Project != "" {
+		h.Set(HeaderProject, src.Project)
+	}
+}
