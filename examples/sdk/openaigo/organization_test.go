@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,33 +32,23 @@ func onlyOrg(org string) http.HandlerFunc {
 // the backup's ORGANIZATION replaces the SDK's header, so the backup
 // answers instead of refusing the call and opening its breaker.
 func TestOpenAIGoFailsOverToAKeyOfAnotherOrganization(t *testing.T) {
-	rec := &wire.Recorder{}
-	primary, backup := wire.Start(t, onlyOrg("org-primary")), wire.Start(t, onlyOrg("org-backup"))
-	primary.Next(wire.JSON(503, openAIError("overloaded", "busy")))
-	gw := wire.Gateway(t, wire.Env("CHAT", "openai", primary.URL, backup.URL,
-		"BACKUP__ORGANIZATION", "org-backup", "BACKUP__PROJECT", "proj_backup"), rec)
-	client := openai.NewClient(
-		option.WithBaseURL(pgw.SDKBaseURL),
-		option.WithHTTPClient(gw.HTTPClient("CHAT")),
-		option.WithMaxRetries(0),
-		option.WithOrganization("org-primary"),
-		option.WithProject("proj_primary"),
-	)
-	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model:    "gpt-4o",
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
-	})
+	r := newGovRig(t, wire.JSON(200, completion),
+		[]string{"BACKUP__ORGANIZATION", "org-backup", "BACKUP__PROJECT", "proj_backup"},
+		option.WithOrganization("org-primary"), option.WithProject("proj_primary"))
+	r.primary.Next(wire.JSON(503, openAIError("overloaded", "busy")))
+	r.backup.Next(onlyOrg("org-backup"))
+	resp, err := r.ask(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "hi", resp.Choices[0].Message.Content)
-	assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure, "backup:" + pgw.OutcomeSuccess}, rec.Outcomes())
-	assert.Equal(t, pgw.StateClosed, wire.State(t, gw, "CHAT", "backup").State)
+	assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure, "backup:" + pgw.OutcomeSuccess}, r.rec.Outcomes())
+	assert.Equal(t, pgw.StateClosed, wire.State(t, r.gw, "CHAT", "backup").State)
 
-	require.Equal(t, 1, primary.Count())
-	p := primary.Requests()[0].Header
+	require.Equal(t, 1, r.primary.Count())
+	p := r.primary.Requests()[0].Header
 	assert.Equal(t, "org-primary", p.Get("OpenAI-Organization"), "a source without ORGANIZATION gets the SDK's")
 	assert.Equal(t, "proj_primary", p.Get("OpenAI-Project"))
-	require.Equal(t, 1, backup.Count())
-	b := backup.Requests()[0].Header
+	require.Equal(t, 1, r.backup.Count())
+	b := r.backup.Requests()[0].Header
 	assert.Equal(t, []string{"org-backup"}, b.Values("OpenAI-Organization"))
 	assert.Equal(t, []string{"proj_backup"}, b.Values("OpenAI-Project"))
 }
