@@ -421,3 +421,30 @@ func TestCLIOutputHoldsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// The error for an unknown source says to pass -create; an operator who
+// appends it to the line that got the error must get the force, not a usage
+// error.
+func TestFlagsAfterTheArgumentsAreFlags(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	gatewayEnv(t, srv.Addr)
+	code, out, errOut := pgw("open", "CHAT", "opnai", "-create")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/opnai: closed → open (forced until reset)\n", out)
+
+	code, out, errOut = pgw("reset", "CHAT", "opnai", "-timeout", "5s")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/opnai: open (forced until reset) → closed\n", out)
+
+	code, _, errOut = pgw("open", "CHAT", "opnai", "-bogus")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "flag provided but not defined: -bogus")
+
+	code, _, errOut = pgw("open", "CHAT", "opnai", "extra", "-create")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `want SCOPE SOURCE, got ["CHAT" "opnai" "extra"]`)
+
+	code, _, errOut = pgw("open", "--", "CHAT", "-create")
+	assert.Equal(t, exitUsage, code, "after --, -create is the source's name")
+	assert.Contains(t, errOut, `no pgw state for CHAT/-create`)
+}
