@@ -448,3 +448,30 @@ func TestFlagsAfterTheArgumentsAreFlags(t *testing.T) {
 	assert.Equal(t, exitUsage, code, "after --, -create is the source's name")
 	assert.Contains(t, errOut, `no pgw state for CHAT/-create`)
 }
+
+// A healthy source of a gateway without quotas may have no key in Redis but
+// its advertised budget's: status lists it, so open, close and reset take
+// it without -create.
+func TestForceTakesASourceStatusListsByItsAdvertisedBudgetAlone(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	t.Setenv("PGW_REDIS_URL", "redis://"+srv.Addr)
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	bud, err := redis.NewBudget(c, "CHAT", redis.WithPrefix("pgw"))
+	require.NoError(t, err)
+	require.NoError(t, bud.Refresh(t.Context(), "solo", gate.Advertised{
+		Requests: gate.AdvertisedWindow{Remaining: 99, Limit: 100, Reset: time.Minute},
+		Tokens:   gate.AdvertisedWindow{Remaining: -1, Limit: -1},
+	}))
+
+	code, out, errOut := pgw("status")
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, table(t, out), "CHAT/solo", "status lists the source")
+
+	code, out, errOut = pgw("open", "CHAT", "solo")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/solo: closed → open (forced until reset)\n", out)
+	code, out, errOut = pgw("reset", "CHAT", "solo")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/solo: open (forced until reset) → closed\n", out)
+}
