@@ -475,3 +475,22 @@ func TestForceTakesASourceStatusListsByItsAdvertisedBudgetAlone(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, "CHAT/solo: open (forced until reset) → closed\n", out)
 }
+
+// A Redis that accepts connections and never answers: -timeout bounds the
+// whole command, not go-redis's own dial and read timeouts (5 s and 3 s),
+// which the command waited out before.
+func TestSilentRedisEndsTheCommandAtItsTimeout(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	px := testutil.StartProxy(t, srv.Addr)
+	px.SetMode(testutil.ProxyBlackhole)
+	for _, args := range [][]string{{"status"}, {"open", "-create", "CHAT", "solo"}} {
+		start := time.Now()
+		code, out, errOut := pgw(append([]string{"-redis", "redis://" + px.Addr(), "-timeout", "100ms"}, args...)...)
+		took := time.Since(start)
+		assert.Equal(t, exitFail, code, "%q: %s", args, errOut)
+		assert.Empty(t, out, "%q", args)
+		// Far under the read timeout, and far over the 100 ms bound, so a
+		// loaded machine cannot make it fail.
+		assert.Less(t, took, 2*time.Second, "%q ended at go-redis's timeouts, not -timeout", args)
+	}
+}
