@@ -75,7 +75,7 @@ commands:
   reset SCOPE SOURCE    clear the override: a fresh closed record
   help [COMMAND]        this text, or one command's
 
-flags (before or after the command):
+flags (before or after the command, or after its arguments):
 `
 
 // commandHelp is each command's own help, for pgw help COMMAND.
@@ -310,7 +310,7 @@ func help(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, text)
 	if args[0] != "help" {
-		fmt.Fprintln(stdout, "\nflags (before or after the command):")
+		fmt.Fprintln(stdout, "\nflags (before or after the command, or after its arguments):")
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
