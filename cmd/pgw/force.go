@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/redis"
 )
 
 // force applies an operator's override through the gate's Forcer and prints
@@ -40,7 +41,9 @@ func (st *store) force(ctx context.Context, w io.Writer, scope, source string, f
 	return nil
 }
 
-// known reports whether the source is configured or has a key in Redis.
+// known reports whether the source is configured or has a key in Redis —
+// any key status would list it for: a healthy source of a gateway with no
+// quotas may have only its advertised budget's.
 func (st *store) known(ctx context.Context, scope, source string) (bool, error) {
 	if _, ok := st.limits(scope, source); ok {
 		return true, nil
@@ -49,8 +52,13 @@ func (st *store) known(ctx context.Context, scope, source string) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	for _, k := range append(b.Keys(source), st.quotaKeys(scope, source)...) {
-		// One EXISTS per key: the four keys share a slot, but a cluster
+	bud, err := redis.NewBudget(st.c, scope, redis.WithPrefix(st.prefix))
+	if err != nil {
+		return false, err
+	}
+	keys := append(b.Keys(source), st.quotaKeys(scope, source)...)
+	for _, k := range append(keys, bud.Key(source)) {
+		// One EXISTS per key: the five keys share a slot, but a cluster
 		// client still wants them sent one by one to be safe.
 		n, err := st.c.Exists(ctx, k).Result()
 		if err != nil {

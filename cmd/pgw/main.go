@@ -10,7 +10,7 @@
 //	pgw [flags] reset SCOPE SOURCE      clear the override: a fresh closed record
 //	pgw help [COMMAND]                  this text, or one command's
 //
-// Flags (before or after the command):
+// Flags (before or after the command, or after its arguments):
 //
 //	-redis URL       Redis URL (default $PGW_REDIS_URL, else redis://127.0.0.1:6379/0)
 //	-cluster ADDRS   Redis Cluster seeds, host:port,… (default $PGW_REDIS_CLUSTER_ADDRS)
@@ -75,7 +75,7 @@ commands:
   reset SCOPE SOURCE    clear the override: a fresh closed record
   help [COMMAND]        this text, or one command's
 
-flags (before or after the command):
+flags (before or after the command, or after its arguments):
 `
 
 // commandHelp is each command's own help, for pgw help COMMAND.
@@ -170,10 +170,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return help(fs, fs.Args()[1:], stdout, stderr)
 	}
 	sub := o.flags("pgw " + cmd)
-	if code, ok := parse(sub, fs.Args()[1:], stdout, stderr); !ok {
+	rest, code, ok := parseInterspersed(sub, fs.Args()[1:], stdout, stderr)
+	if !ok {
 		return code
 	}
-	rest := sub.Args()
 	o.from = map[string]string{}
 	o.setFrom("redis", &o.redisURL, "redis", "PGW_REDIS_URL", "redis://127.0.0.1:6379/0")
 	o.setFrom("cluster", &o.cluster, "cluster", "PGW_REDIS_CLUSTER_ADDRS", "")
@@ -259,6 +259,28 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int,
 	return exitUsage, false
 }
 
+// parseInterspersed parses args into fs, flags among the positional
+// arguments included, so that "pgw open CHAT primary -create" — the hint an
+// unknown source's error gives, appended to the line that got it — works
+// like "pgw open -create CHAT primary". A "--" ends the flags: what follows
+// it is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (positional []string, code int, ok bool) {
+	for {
+		if code, ok := parse(fs, args, stdout, stderr); !ok {
+			return nil, code, false
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return positional, 0, true
+		}
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(positional, left...), 0, true
+		}
+		positional = append(positional, left[0])
+		args = left[1:]
+	}
+}
+
 func printUsage(fs *flag.FlagSet, w io.Writer) {
 	fs.SetOutput(w)
 	fs.Usage()
@@ -288,7 +310,7 @@ func help(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, text)
 	if args[0] != "help" {
-		fmt.Fprintln(stdout, "\nflags (before or after the command):")
+		fmt.Fprintln(stdout, "\nflags (before or after the command, or after its arguments):")
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)

@@ -421,3 +421,76 @@ func TestCLIOutputHoldsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// The error for an unknown source says to pass -create; an operator who
+// appends it to the line that got the error must get the force, not a usage
+// error.
+func TestFlagsAfterTheArgumentsAreFlags(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	gatewayEnv(t, srv.Addr)
+	code, out, errOut := pgw("open", "CHAT", "opnai", "-create")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/opnai: closed → open (forced until reset)\n", out)
+
+	code, out, errOut = pgw("reset", "CHAT", "opnai", "-timeout", "5s")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/opnai: open (forced until reset) → closed\n", out)
+
+	code, _, errOut = pgw("open", "CHAT", "opnai", "-bogus")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "flag provided but not defined: -bogus")
+
+	code, _, errOut = pgw("open", "CHAT", "opnai", "extra", "-create")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `want SCOPE SOURCE, got ["CHAT" "opnai" "extra"]`)
+
+	code, _, errOut = pgw("open", "--", "CHAT", "-create")
+	assert.Equal(t, exitUsage, code, "after --, -create is the source's name")
+	assert.Contains(t, errOut, `no pgw state for CHAT/-create`)
+}
+
+// A healthy source of a gateway without quotas may have no key in Redis but
+// its advertised budget's: status lists it, so open, close and reset take
+// it without -create.
+func TestForceTakesASourceStatusListsByItsAdvertisedBudgetAlone(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	t.Setenv("PGW_REDIS_URL", "redis://"+srv.Addr)
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	bud, err := redis.NewBudget(c, "CHAT", redis.WithPrefix("pgw"))
+	require.NoError(t, err)
+	require.NoError(t, bud.Refresh(t.Context(), "solo", gate.Advertised{
+		Requests: gate.AdvertisedWindow{Remaining: 99, Limit: 100, Reset: time.Minute},
+		Tokens:   gate.AdvertisedWindow{Remaining: -1, Limit: -1},
+	}))
+
+	code, out, errOut := pgw("status")
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, table(t, out), "CHAT/solo", "status lists the source")
+
+	code, out, errOut = pgw("open", "CHAT", "solo")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/solo: closed → open (forced until reset)\n", out)
+	code, out, errOut = pgw("reset", "CHAT", "solo")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "CHAT/solo: open (forced until reset) → closed\n", out)
+}
+
+// A Redis that accepts connections and never answers: -timeout bounds the
+// whole command, not go-redis's own dial and read timeouts (5 s and 3 s),
+// which the command waited out before.
+func TestSilentRedisEndsTheCommandAtItsTimeout(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	px := testutil.StartProxy(t, srv.Addr)
+	px.SetMode(testutil.ProxyBlackhole)
+	for _, args := range [][]string{{"status"}, {"open", "-create", "CHAT", "solo"}} {
+		start := time.Now()
+		code, out, errOut := pgw(append([]string{"-redis", "redis://" + px.Addr(), "-timeout", "100ms"}, args...)...)
+		took := time.Since(start)
+		assert.Equal(t, exitFail, code, "%q: %s", args, errOut)
+		assert.Empty(t, out, "%q", args)
+		// Far under the read timeout, and far over the 100 ms bound, so a
+		// loaded machine cannot make it fail.
+		assert.Less(t, took, 2*time.Second, "%q ended at go-redis's timeouts, not -timeout", args)
+	}
+}

@@ -49,6 +49,10 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 	}
 	// Scripts are not idempotent: a lost reply must not apply them twice.
 	opt.MaxRetries = -1
+	// -timeout bounds the whole command: every command ends at its ctx's
+	// deadline, not at go-redis's own dial and read timeouts, against a
+	// Redis that accepts connections and never answers.
+	opt.ContextTimeoutEnabled = true
 	if o.cluster == "" {
 		st.c = goredis.NewClient(opt)
 		return st, nil
@@ -60,6 +64,8 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 		Password:   opt.Password,
 		TLSConfig:  opt.TLSConfig,
 		MaxRetries: -1,
+
+		ContextTimeoutEnabled: true,
 	})
 	return st, nil
 }

@@ -84,3 +84,13 @@ func TestHTTPErrorWithoutAMessageEndsAtItsOrigin(t *testing.T) {
 	e := &errs.HTTPError{StatusCode: 599, Scope: "CHAT", Source: "a"}
 	assert.Equal(t, "upstream http 599 from scope CHAT, source a", e.Error(), "no status text, no dangling colon")
 }
+
+// A source an operator forced open rejects with RetryAfter 0 as a probe in
+// flight does; the message names both causes, so an operator who ran
+// pgw open is not sent looking for a probe.
+func TestCircuitOpenErrorWithoutACertainWaitNamesTheOverride(t *testing.T) {
+	msg := (&errs.CircuitOpenError{Scope: "CHAT", Sources: []string{"solo"}}).Error()
+	assert.Contains(t, msg, "no certain wait")
+	assert.Contains(t, msg, "a probe is in flight")
+	assert.Contains(t, msg, "forced open")
+}

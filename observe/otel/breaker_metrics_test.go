@@ -50,3 +50,40 @@ func TestBreakerGaugesAndAttemptDurationUnderPromsNames(t *testing.T) {
 	assert.Equal(t, uint64(1), h.DataPoints[0].Count)
 	assert.Equal(t, pgwotel.AttemptBuckets, h.DataPoints[0].Bounds)
 }
+
+// A source whose breaker never changed state still has its gauges, closed
+// and without override, from its first attempt on — as observe/prom shows
+// it — so a dashboard lists every source that ran; a later trip is not
+// overwritten by the next attempt's first-sight value.
+func TestBreakerGaugesExistFromASourcesFirstAttempt(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":              "CHAT",
+		"CHAT__SOURCES":           "only",
+		"CHAT__ONLY__BASE_URL":    up.URL,
+		"CHAT__FAILURE_THRESHOLD": "1",
+		"CHAT__CIRCUIT_OPEN":      "fail_fast",
+		"CHAT__MAX_ATTEMPTS":      "1",
+	})
+	gauge := func(name string) []metricdata.DataPoint[int64] {
+		g, ok := r.metrics(t)[name].(metricdata.Gauge[int64])
+		require.True(t, ok, "%s is an int64 gauge", name)
+		return g.DataPoints
+	}
+	_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	for _, name := range []string{"pgw_breaker_state", "pgw_breaker_forced"} {
+		dps := gauge(name)
+		require.Len(t, dps, 1, name)
+		source, _ := dps[0].Attributes.Value("source")
+		assert.Equal(t, "only", source.AsString(), name)
+		assert.Equal(t, int64(0), dps[0].Value, name)
+	}
+
+	up.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable})
+	_, err = r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.Error(t, err)
+	dps := gauge("pgw_breaker_state")
+	require.Len(t, dps, 1)
+	assert.Equal(t, int64(1), dps[0].Value, "the trip is what the gauge shows")
+}

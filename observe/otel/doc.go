@@ -83,6 +83,10 @@
 //	pgw_advertised_limit{scope,source,window}      gauge: the window's size the upstream last advertised
 //	pgw_advertised_reset_seconds{scope,source,window} gauge, s: time to the window's reset, as of the last answer
 //
+// The breaker gauges show the state this process last saw: a source appears
+// with its first attempt (as closed) or its first state change, as in
+// observe/prom.
+//
 // An attempt that lost a hedge race (observe.OutcomeHedgeLost) is left out
 // of gen_ai.client.operation.duration, its time to first chunk and
 // pgw_attempt_duration_seconds, as observe/prom leaves it out: pgw cut it

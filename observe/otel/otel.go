@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -98,6 +99,15 @@ type Observer struct {
 
 	servers sync.Map // base URL → serverAttrs
 	sets    attrSets // the attribute sets of pgw's own metrics
+	known   sync.Map // setKey{scope, source} → *knownSource: breaker gauges set
+}
+
+// knownSource is whether a source's breaker gauges were set, and the lock
+// that keeps a first sight's "closed" from overwriting a state change
+// recorded at the same time.
+type knownSource struct {
+	mu  sync.Mutex
+	set atomic.Bool
 }
 
 var (
@@ -220,9 +230,42 @@ func isNoopTracing(tp trace.TracerProvider) bool {
 	return t == globalDelegate && t.String() == "*global.tracerProvider"
 }
 
-// ObserveAttemptStart counts the attempt in flight.
+// ObserveAttemptStart counts the attempt in flight, and makes the source's
+// breaker gauges exist (closed, no override) from its first attempt on, as
+// observe/prom does, so that dashboards list every source that ran.
 func (ob *Observer) ObserveAttemptStart(e observe.AttemptStart) {
-	ob.inFlight.Add(context.Background(), 1, ob.sets.get(e.Scope, e.Source, "", ""))
+	ss := ob.sets.get(e.Scope, e.Source, "", "")
+	ob.see(e.Scope, e.Source, ss)
+	ob.inFlight.Add(context.Background(), 1, ss)
+}
+
+// source returns the record of whether scope/source's breaker gauges were
+// set.
+func (ob *Observer) source(scope, source string) *knownSource {
+	k := setKey{scope: scope, source: source}
+	if v, ok := ob.known.Load(k); ok {
+		return v.(*knownSource)
+	}
+	v, _ := ob.known.LoadOrStore(k, &knownSource{})
+	return v.(*knownSource)
+}
+
+// see sets the source's breaker gauges to closed and no override unless a
+// state change set them already.
+func (ob *Observer) see(scope, source string, ss metric.MeasurementOption) {
+	ks := ob.source(scope, source)
+	if ks.set.Load() {
+		return
+	}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.set.Load() {
+		return
+	}
+	ctx := context.Background()
+	ob.state.Record(ctx, 0, ss)
+	ob.forced.Record(ctx, 0, ss)
+	ks.set.Store(true)
 }
 
 // ObserveAttempt counts the attempt by outcome, records its latency (not
@@ -244,8 +287,12 @@ func (ob *Observer) ObserveAttempt(e observe.AttemptRecord) {
 func (ob *Observer) ObserveStateChange(e observe.StateChange) {
 	ctx := context.Background()
 	ss := ob.sets.get(e.Scope, e.Source, "", "")
+	ks := ob.source(e.Scope, e.Source)
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
 	ob.state.Record(ctx, int64(e.To), ss)
 	ob.forced.Record(ctx, int64(e.Forced), ss)
+	ks.set.Store(true)
 }
 
 // ObserveRejection counts the rejection by reason.
