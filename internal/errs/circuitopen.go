@@ -42,7 +42,7 @@ func (e *CircuitOpenError) Error() string {
 	// RetryAfter 0 is a probe in flight or an operator's override: a
 	// source forced open (pgw open) rejects with no certain wait too, and
 	// an operator reading this must not go looking for a probe.
-	wait := "no certain wait (a probe is in flight, or a source is forced open until an operator resets it)"
+	wait := "no certain wait (a probe is in flight) or a source forced open until an operator resets it"
 	if e.RetryAfter > 0 {
 		wait = "retry after " + e.RetryAfter.String()
 	}
