@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -124,4 +125,20 @@ func TestAnthropicSDKCancelMidStreamGivesTheSlotBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, r.primary.Count())
 	_ = st.Close()
+}
+
+// A stream cut after its first text delta, before message_delta and
+// message_stop: the SDK's error matches io.ErrUnexpectedEOF and the source
+// is charged with a failure, without a fail-over.
+func TestAnthropicSDKStreamCutAfterContentIsAnUnexpectedEOF(t *testing.T) {
+	r := newGovRig(t, wire.Events(messageStream[:4]...), nil)
+	st := r.client.Messages.NewStreaming(context.Background(), toolParams())
+	for st.Next() {
+	}
+	require.Error(t, st.Err())
+	assert.ErrorIs(t, st.Err(), io.ErrUnexpectedEOF)
+	_ = st.Close()
+	require.Eventually(t, func() bool { return len(r.rec.Calls()) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure}, r.rec.Outcomes())
+	assert.Equal(t, 0, r.backup.Count())
 }
