@@ -89,8 +89,10 @@ const SDKVerdictStatus = http.StatusFailedDependency
 // event, or reports an error event, is recorded as the source's failure —
 // unless its finish reason came (every choice's finish_reason, Anthropic's
 // stop_reason): some OpenAI-compatible servers send no "data: [DONE]", and
-// such an answer is whole, as for pgw's own transports. A body the SDK
-// closes early is Released. Usage events settle the quota.
+// such an answer is whole, as for pgw's own transports. The error a cut
+// stream's body returns to the SDK after its first content event matches
+// io.ErrUnexpectedEOF, as a cut stream of pgw's own transports does. A body
+// the SDK closes early is Released. Usage events settle the quota.
 //
 // When pgw ends the call itself, the client answers with a synthesized
 // SDKVerdictStatus response (see there). Turn the SDK's own retries off

@@ -89,7 +89,9 @@ func WithBackoff(b Backoff) Option {
 // WithFirstTokenTimeout bounds the wait for the first chunk of each chat
 // attempt: a source that sends nothing for d counts as a failure and the call
 // fails over. 0 (the default) leaves only the source's TIMEOUT_S, which bounds
-// the whole stream.
+// the whole stream. It applies to Chat and ChatStream; a stream read through
+// HTTPClient or CallStream waits for its first content within the source's
+// TIMEOUT_S.
 func WithFirstTokenTimeout(d time.Duration) Option {
 	return func(o *options) { o.firstToken = max(d, 0) }
 }

@@ -23,6 +23,18 @@ const MaxEvent = 8 << 20
 // the answer was cut.
 var ErrNoTerminalEvent = errors.New("the event stream ended without its terminal event")
 
+// noTerminalEvent is the error Events.Recv returns for a cut stream: its
+// text is ErrNoTerminalEvent's, and it matches both ErrNoTerminalEvent and
+// io.ErrUnexpectedEOF, the error a Go caller (an SDK's stream among them)
+// checks for a body that ended early.
+type noTerminalEvent struct{}
+
+func (noTerminalEvent) Error() string { return ErrNoTerminalEvent.Error() }
+
+func (noTerminalEvent) Is(target error) bool {
+	return target == ErrNoTerminalEvent || target == io.ErrUnexpectedEOF
+}
+
 // Item is one piece of an answer's body as the caller will read it: a whole
 // server-sent event (its blank line included), a whole JSON answer, or a
 // chunk of any other body.
@@ -44,8 +56,8 @@ type Item struct {
 }
 
 // Events reads a text/event-stream body one event at a time. Recv returns
-// io.EOF after the terminal event, and ErrNoTerminalEvent (wrapped) when the
-// body ends without one — unless the answer's finish reason came (every
+// io.EOF after the terminal event, and an error matching ErrNoTerminalEvent
+// and io.ErrUnexpectedEOF when the body ends without one — unless the answer's finish reason came (every
 // choice's finish_reason, Anthropic's stop_reason): then only the terminal
 // event is missing, as some OpenAI-compatible servers send none, and the
 // body's end is io.EOF, as pgw's own transports take it. A UTF-8 byte order mark at the start of the body
@@ -127,7 +139,7 @@ func (e *Events) Recv() (Item, error) {
 						e.ended = true
 						return Item{}, io.EOF
 					}
-					return Item{}, fmt.Errorf("%w", ErrNoTerminalEvent)
+					return Item{}, noTerminalEvent{}
 				}
 				// The last event lacks its blank line: deliver it, and let
 				// the next Recv decide.

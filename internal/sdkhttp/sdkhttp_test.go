@@ -97,6 +97,8 @@ func TestAnthropicStreamEvents(t *testing.T) {
 func TestStreamWithoutTerminalEventIsCut(t *testing.T) {
 	_, err := readAll(t, events("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"))
 	require.ErrorIs(t, err, sdkhttp.ErrNoTerminalEvent)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "a cut body, as Go callers check for it")
+	assert.Equal(t, sdkhttp.ErrNoTerminalEvent.Error(), err.Error())
 }
 
 func TestErrorEventIsAFailureWithItsKind(t *testing.T) {

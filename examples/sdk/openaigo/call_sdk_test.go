@@ -1,0 +1,59 @@
+package main
+
+// openai-go called inside pgw.Call, on each source's own BASE_URL and key:
+// pgw classifies the SDK's errors from the response they carry.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/examples/sdk/internal/wire"
+)
+
+// callSDK asks the source pgw picks, through a plain openai-go client.
+func callSDK(r *govRig) (string, error) {
+	return pgw.Call(context.Background(), r.gw, "CHAT", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		c := openai.NewClient(option.WithBaseURL(src.BaseURL), option.WithAPIKey(src.APIKey.Reveal()), option.WithMaxRetries(0))
+		resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+		if err != nil {
+			return "", pgw.Usage{}, err
+		}
+		return resp.Choices[0].Message.Content, pgw.Usage{}, nil
+	})
+}
+
+// A 429 with retry-after-ms throttles and fails over, a 403 opens the
+// breaker, a 400 comes back at once as the SDK's *openai.Error.
+func TestOpenAIGoInsideCallErrorsAreClassified(t *testing.T) {
+	r := newGovRig(t, wire.JSON(200, completion), nil)
+	r.primary.Next(wire.JSON(429, openAIError("rate_limit_exceeded", "slow"), "retry-after-ms", "45000"))
+	got, err := callSDK(r)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", got)
+	att := r.rec.Attempts()
+	require.NotEmpty(t, att)
+	assert.Equal(t, pgw.OutcomeThrottle, att[0].Outcome)
+	assert.Equal(t, 45*time.Second, att[0].RetryAfter)
+
+	r2 := newGovRig(t, wire.JSON(200, completion), nil)
+	r2.primary.Next(wire.JSON(403, openAIError("x", "no")))
+	_, err = callSDK(r2)
+	require.NoError(t, err)
+	assert.Equal(t, 1, r2.backup.Count())
+	assert.Equal(t, pgw.StateOpen, wire.State(t, r2.gw, "CHAT", "primary").State)
+
+	r3 := newGovRig(t, wire.JSON(400, openAIError("bad", "context too long")), nil)
+	_, err = callSDK(r3)
+	var ae *openai.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, 400, ae.StatusCode)
+	assert.Equal(t, "context too long", ae.Message)
+	assert.Equal(t, 0, r3.backup.Count())
+}
