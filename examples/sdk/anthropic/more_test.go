@@ -37,17 +37,25 @@ func toolParams() anthropic.MessageNewParams {
 	}
 }
 
-// A streamed tool_use (its input in input_json_delta pieces) after a 529 on
-// the primary: the SDK accumulates the backup's call whole.
-func TestAnthropicSDKStreamedToolUseFailsOverBeforeContent(t *testing.T) {
-	r := newGovRig(t, wire.Events(toolStream...), nil)
-	r.primary.Next(wire.JSON(529, anthropicError("overloaded_error", "Overloaded")))
-	st := r.client.Messages.NewStreaming(context.Background(), toolParams())
+// streamWhole streams toolParams through client and returns the message
+// the SDK accumulated, with no error on the way.
+func streamWhole(t *testing.T, client anthropic.Client) anthropic.Message {
+	t.Helper()
+	st := client.Messages.NewStreaming(context.Background(), toolParams())
 	var msg anthropic.Message
 	for st.Next() {
 		require.NoError(t, msg.Accumulate(st.Current()))
 	}
 	require.NoError(t, st.Err())
+	return msg
+}
+
+// A streamed tool_use (its input in input_json_delta pieces) after a 529 on
+// the primary: the SDK accumulates the backup's call whole.
+func TestAnthropicSDKStreamedToolUseFailsOverBeforeContent(t *testing.T) {
+	r := newGovRig(t, wire.Events(toolStream...), nil)
+	r.primary.Next(wire.JSON(529, anthropicError("overloaded_error", "Overloaded")))
+	msg := streamWhole(t, r.client)
 	require.Len(t, msg.Content, 1)
 	assert.Equal(t, "get_weather", msg.Content[0].Name)
 	assert.JSONEq(t, `{"city":"Paris"}`, string(msg.Content[0].Input))
@@ -59,12 +67,7 @@ func TestAnthropicSDKStreamedToolUseFailsOverBeforeContent(t *testing.T) {
 func TestAnthropicSDKToolUseCutBeforeItsInputFailsOver(t *testing.T) {
 	r := newGovRig(t, wire.Events(toolStream...), nil)
 	r.primary.Next(wire.Events(toolStream[:2]...))
-	st := r.client.Messages.NewStreaming(context.Background(), toolParams())
-	var msg anthropic.Message
-	for st.Next() {
-		require.NoError(t, msg.Accumulate(st.Current()))
-	}
-	require.NoError(t, st.Err())
+	msg := streamWhole(t, r.client)
 	require.Len(t, msg.Content, 1)
 	assert.JSONEq(t, `{"city":"Paris"}`, string(msg.Content[0].Input))
 	assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure, "backup:" + pgw.OutcomeSuccess}, r.rec.Outcomes())
