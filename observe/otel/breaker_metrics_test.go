@@ -21,14 +21,7 @@ import (
 func TestBreakerGaugesAndAttemptDurationUnderPromsNames(t *testing.T) {
 	up := testutil.NewUpstream(t)
 	up.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable})
-	r := newRig(t, map[string]string{
-		"PGW_SCOPES":              "CHAT",
-		"CHAT__SOURCES":           "only",
-		"CHAT__ONLY__BASE_URL":    up.URL,
-		"CHAT__FAILURE_THRESHOLD": "1",
-		"CHAT__CIRCUIT_OPEN":      "fail_fast",
-		"CHAT__MAX_ATTEMPTS":      "1",
-	})
+	r := tripOnceRig(t, up)
 	_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
 	require.Error(t, err)
 
@@ -57,14 +50,7 @@ func TestBreakerGaugesAndAttemptDurationUnderPromsNames(t *testing.T) {
 // overwritten by the next attempt's first-sight value.
 func TestBreakerGaugesExistFromASourcesFirstAttempt(t *testing.T) {
 	up := testutil.NewUpstream(t)
-	r := newRig(t, map[string]string{
-		"PGW_SCOPES":              "CHAT",
-		"CHAT__SOURCES":           "only",
-		"CHAT__ONLY__BASE_URL":    up.URL,
-		"CHAT__FAILURE_THRESHOLD": "1",
-		"CHAT__CIRCUIT_OPEN":      "fail_fast",
-		"CHAT__MAX_ATTEMPTS":      "1",
-	})
+	r := tripOnceRig(t, up)
 	gauge := func(name string) []metricdata.DataPoint[int64] {
 		g, ok := r.metrics(t)[name].(metricdata.Gauge[int64])
 		require.True(t, ok, "%s is an int64 gauge", name)
@@ -86,4 +72,18 @@ func TestBreakerGaugesExistFromASourcesFirstAttempt(t *testing.T) {
 	dps := gauge("pgw_breaker_state")
 	require.Len(t, dps, 1)
 	assert.Equal(t, int64(1), dps[0].Value, "the trip is what the gauge shows")
+}
+
+// tripOnceRig is a gateway of one source, "only", on up, whose breaker
+// opens at its first failure, with one attempt per call and no wait.
+func tripOnceRig(t *testing.T, up *testutil.Upstream) *rig {
+	t.Helper()
+	return newRig(t, map[string]string{
+		"PGW_SCOPES":              "CHAT",
+		"CHAT__SOURCES":           "only",
+		"CHAT__ONLY__BASE_URL":    up.URL,
+		"CHAT__FAILURE_THRESHOLD": "1",
+		"CHAT__CIRCUIT_OPEN":      "fail_fast",
+		"CHAT__MAX_ATTEMPTS":      "1",
+	})
 }
