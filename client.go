@@ -20,6 +20,7 @@ import (
 	"github.com/pgw-go/pgw/internal/byname"
 	"github.com/pgw-go/pgw/internal/errs"
 	"github.com/pgw-go/pgw/internal/ownpanic"
+	"github.com/pgw-go/pgw/internal/redisaddr"
 	"github.com/pgw-go/pgw/observe"
 	"github.com/pgw-go/pgw/openai"
 	"github.com/pgw-go/pgw/retry"
@@ -263,7 +264,7 @@ func New(ctx context.Context, s Settings, opts ...Option) (*GatewayClient, error
 			return fail(fmt.Errorf("pgw: loading the gate scripts into redis: %w", err))
 		}
 		o.logger.Warn("pgw: redis unreachable at start; gates serve from local memory until it answers",
-			"mode", string(s.Redis.Down), "err", err.Error())
+			"addr", redisaddr.Of(g.redis), "mode", string(s.Redis.Down), "err", err.Error())
 		break
 	}
 	return g, nil

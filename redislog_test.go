@@ -36,6 +36,7 @@ func TestGoRedisLogsGoThroughTheGatewayLogger(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "msg=\"pgw: go-redis\"") }, 5*time.Second, 10*time.Millisecond,
 		"go-redis's dial failure reached the gateway's logger:\n%s", logs.String())
 	assert.Contains(t, logs.String(), "level=WARN msg=\"pgw: redis unreachable at start")
+	assert.Contains(t, logs.String(), "addr=127.0.0.1:1 mode=fail_open", "the line names which Redis, and the mode")
 	assert.NotContains(t, logs.String(), "sk-REDIS-PW")
 }
 

@@ -63,6 +63,20 @@ func (s *logSink) count(level slog.Level) int {
 	return n
 }
 
+// attrs returns the attributes of the records of level, by key, the
+// last record's value winning.
+func (s *logSink) attrs(level slog.Level) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]string{}
+	for _, r := range s.recs {
+		if r.Level == level {
+			r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+		}
+	}
+	return m
+}
+
 // failover builds a Failover on a Redis breaker and a memory fallback with
 // the same policy.
 func failover(t *testing.T, c goredis.UniversalClient, mode redis.Mode, opts ...redis.FailoverOption) (*redis.Failover, *redis.Breaker, *logSink) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pgw-go/pgw/internal/redisaddr"
 )
 
 // Defaults of a Prober.
@@ -122,10 +124,11 @@ var errOutage = errors.New("outage in progress (the prober gets no answer from r
 // from which a FleetQuota takes this process's share of each limit during an
 // outage. Close stops the prober's goroutine.
 type Prober struct {
-	c   goredis.UniversalClient
-	cfg proberConfig
-	id  string
-	key string
+	c    goredis.UniversalClient
+	cfg  proberConfig
+	id   string
+	key  string
+	addr string // the Redis address(es) the outage lines name
 
 	down  atomic.Bool
 	procs atomic.Int64 // processes alive at the last heartbeat, ≥ 1
@@ -181,6 +184,7 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 	p := &Prober{
 		c: c, cfg: cfg, id: hex.EncodeToString(b[:]),
 		key:  cfg.prefix + ":{pgw-fleet}:alive",
+		addr: redisaddr.Of(c),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	p.procs.Store(1)
@@ -282,10 +286,11 @@ func (p *Prober) report(err error) {
 	p.down.Store(true)
 	if p.cfg.mode == FailOpen {
 		p.cfg.log.Warn("pgw: redis unreachable, gates serving from local fallbacks until it answers",
-			"err", err.Error())
+			"addr", p.addr, "mode", p.cfg.mode.String(), "err", err.Error())
 		return
 	}
-	p.cfg.log.Warn("pgw: redis outage, gate operations fail at once until it answers", "err", err.Error())
+	p.cfg.log.Warn("pgw: redis outage, gate operations fail at once until it answers",
+		"addr", p.addr, "mode", p.cfg.mode.String(), "err", err.Error())
 }
 
 // recovered ends the outage in progress, if any.
@@ -303,7 +308,7 @@ func (p *Prober) recovered() {
 	if p.cfg.mode == FailClosed {
 		msg = "pgw: redis answers again, gate operations back on redis"
 	}
-	p.cfg.log.Info(msg, "outage", time.Since(p.since).Round(time.Millisecond).String())
+	p.cfg.log.Info(msg, "addr", p.addr, "outage", time.Since(p.since).Round(time.Millisecond).String())
 }
 
 // WithProber makes the failover gate follow p: during p's outage no call

@@ -206,6 +206,10 @@ func TestProberSeesABlackholeAndNobodyWaitsForIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, logs.count(slog.LevelWarn), "one warning per outage")
 	assert.Equal(t, 1, logs.count(slog.LevelInfo), "one recovery line per outage")
+	warn := logs.attrs(slog.LevelWarn)
+	assert.Equal(t, px.Addr(), warn["addr"], "the outage line names the Redis that went silent")
+	assert.Equal(t, "fail_open", warn["mode"])
+	assert.Equal(t, px.Addr(), logs.attrs(slog.LevelInfo)["addr"], "and so does the recovery line")
 
 	pr.Close()
 	pr.Close() // idempotent
