@@ -480,6 +480,9 @@ func TestFailClosedCallersUnreachableErrorStartsTheProbersOutage(t *testing.T) {
 		srv.Stop()
 		require.ErrorIs(t, op(b, q), redis.ErrUnreachable, name)
 		assert.True(t, pr.Down(), "%s: the caller's unreachable error started the outage", name)
+		warn := logs.attrs(slog.LevelWarn)
+		assert.Equal(t, srv.Addr, warn["addr"], "%s: the fail_closed outage line names the Redis", name)
+		assert.Equal(t, "fail_closed", warn["mode"], name)
 		pr.Close()
 	}
 }
