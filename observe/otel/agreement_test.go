@@ -90,14 +90,14 @@ func (t *tally) rejections(scope string) int64 {
 }
 
 // series names a data point as tally does: the metric's name and its
-// attributes, sorted by key (attribute sets are).
+// attributes (all strings), sorted by key as attribute sets are.
 func series(name string, set attribute.Set) string {
 	s := name + "{"
 	for i, kv := range set.ToSlice() {
 		if i > 0 {
 			s += ","
 		}
-		s += string(kv.Key) + "=" + kv.Value.Emit()
+		s += string(kv.Key) + "=" + kv.Value.AsString()
 	}
 	return s + "}"
 }
