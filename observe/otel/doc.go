@@ -24,7 +24,8 @@
 //	│                                       pgw.result, pgw.attempts, pgw.source,
 //	│                                       pgw.waited (s), pgw.waits, error.type
 //	│  event pgw.wait                       pgw.wait.reason, pgw.wait.expected (s),
-//	│                                       pgw.wait.duration (s), pgw.wait.naps, pgw.source
+//	│                                       pgw.wait.duration (s), pgw.wait.naps,
+//	│                                       pgw.source (admitted), error.type (gave up)
 //	├─ chat gpt-4o-mini           CLIENT    one span per attempt, named
 //	└─ chat gpt-4o-mini           CLIENT    "{gen_ai.operation.name} {gen_ai.request.model}"
 //

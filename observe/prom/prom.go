@@ -19,6 +19,7 @@
 //	pgw_in_flight{scope,source}                       gauge: attempts running
 //	pgw_attempt_duration_seconds{scope,source}        histogram: attempt latency (attempts cut short left out)
 //	pgw_wait_duration_seconds{scope}                  histogram: time calls waited for a runnable source
+//	pgw_hedges_total{scope,source,event}              counter: hedging events (observe.Hedge…); source: the hedge's, or the hedged attempt's for a skipped one
 //	pgw_observer_dropped_total                        counter: events an Async queue dropped
 //	pgw_advertised_remaining{scope,source,window}     gauge: what the upstream last said is left (window: requests, tokens)
 //	pgw_advertised_limit{scope,source,window}         gauge: the window's size the upstream last advertised
