@@ -43,14 +43,17 @@ const (
 // took), by its caller closing the stream (OutcomeAbandoned: how long the
 // caller read), or by a hedge race another attempt won (OutcomeHedgeLost:
 // how long the race took). Such a time is only a lower bound of the
-// source's, and no figure of it at all when the caller gave up early. It is false too for an attempt that
-// panicked (OutcomePanic): its time says when the code it ran — the
-// caller's function, an SDK, an observer — broke, before or after a
-// request went out, nothing of the source. observe/prom and observe/otel
-// count these attempts by outcome and leave their time out of their
-// duration histograms, as the retry loop leaves it out of a source's
-// latency. A time to first chunk (AttemptRecord.FirstChunk) that was
-// reached is the source's whatever ended the attempt after it.
+// source's, and no figure of it at all when the caller gave up early. It
+// is false too for an attempt that panicked (OutcomePanic): its time says
+// when the code it ran — the caller's function, an SDK, an observer —
+// broke, before or after a request went out, nothing of the source.
+// observe/prom and observe/otel count these attempts by outcome and leave
+// their time out of their duration histograms. The retry loop leaves it out
+// of a source's latency too, but for one case: a hedge race's loser that
+// ran a whole hedge delay joins its source's latency as a lower bound (it
+// keeps the slow tail that the race cut short). A time to first chunk
+// (AttemptRecord.FirstChunk) that was reached is the source's whatever
+// ended the attempt after it.
 func Measured(outcome string) bool {
 	switch outcome {
 	case OutcomeCanceled, OutcomeClosed, OutcomeAbandoned, OutcomeHedgeLost, OutcomePanic:
