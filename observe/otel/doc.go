@@ -29,6 +29,12 @@
 //	├─ chat gpt-4o-mini           CLIENT    one span per attempt, named
 //	└─ chat gpt-4o-mini           CLIENT    "{gen_ai.operation.name} {gen_ai.request.model}"
 //
+// A wait that ends without a source names why in its event's error.type:
+// canceled or deadline_exceeded when the caller's ctx ended it, otherwise
+// the stable code of pgw's error (PGW-CB-OPEN when the breakers cannot
+// reopen before the caller's deadline, PGW-EXHAUSTED when the quotas
+// cannot or the call stalled), or the error's Go type for any other.
+//
 // An attempt's span carries gen_ai.operation.name ("chat" for chat and OCR,
 // "embeddings"), gen_ai.provider.name, gen_ai.request.model,
 // gen_ai.response.model (as the upstream names it), gen_ai.usage.input_tokens

@@ -106,3 +106,44 @@ func TestWaitEventAttributesAreTheDocumentedOnes(t *testing.T) {
 	sort.Strings(got)
 	assert.Equal(t, got, documentedWaitAttrs(t), "what the events carry, against the span tree of doc.go")
 }
+
+// A wait that ends in one of pgw's errors, not the caller's ctx, names the
+// error's code as its error.type — not a Go type of an internal package.
+func TestWaitEventGivenUpNamesTheErrorsCode(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	r := newRig(t, map[string]string{
+		"PGW_SCOPES":                "CHAT",
+		"CHAT__SOURCES":             "solo",
+		"CHAT__QUOTA_FULL":          "wait",
+		"CHAT__STALL_WINDOW_S":      "0.05",
+		"CHAT__SOLO__BASE_URL":      up.URL,
+		"CHAT__SOLO__MODEL":         "model-s",
+		"CHAT__SOLO__MAX_IN_FLIGHT": "1",
+	})
+	// A stream holds the only slot past the stall window: the call below
+	// waits for it until it is stalled.
+	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+	_, err = r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+	var ase *pgw.AllSourcesExhausted
+	require.ErrorAs(t, err, &ase)
+	require.Equal(t, pgw.ReasonStalled, ase.Reason)
+	require.NoError(t, st.Close())
+
+	var types []string
+	for _, c := range r.ended()[pgwotel.SpanCall] {
+		for _, e := range c.Events {
+			if e.Name != pgwotel.EventWait {
+				continue
+			}
+			for _, kv := range e.Attributes {
+				if kv.Key == "error.type" {
+					types = append(types, kv.Value.AsString())
+				}
+			}
+		}
+	}
+	assert.Equal(t, []string{pgw.CodeExhausted}, types)
+}

@@ -332,13 +332,19 @@ func (ob *Observer) server(baseURL string) []attribute.KeyValue {
 	return attrs
 }
 
-// errorType names why a wait ended without a source.
+// errorType names why a wait ended without a source: canceled or
+// deadline_exceeded when the call's ctx ended it, the error's stable code
+// when it has one (pgw's own errors: PGW-CB-OPEN, PGW-EXHAUSTED, …),
+// otherwise its Go type, as the conventions allow.
 func errorType(err error) string {
+	var coded interface{ Code() string }
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
+	case errors.As(err, &coded) && coded.Code() != "":
+		return coded.Code()
 	}
-	return fmt.Sprintf("%T", err) // the error's type, as the conventions allow
+	return fmt.Sprintf("%T", err)
 }
