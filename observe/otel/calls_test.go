@@ -283,18 +283,7 @@ func TestRetryAfterOnTheSpanAndTraceparentToAnthropic(t *testing.T) {
 // A call that waits for an in-flight permit shows a pgw.wait event of
 // reason quota_full on its span.
 func TestQuotaWaitIsAnEvent(t *testing.T) {
-	up := testutil.NewUpstream(t)
-	r := newRig(t, map[string]string{
-		"PGW_SCOPES":                "CHAT",
-		"CHAT__SOURCES":             "solo",
-		"CHAT__SOLO__BASE_URL":      up.URL,
-		"CHAT__SOLO__MODEL":         "model-s",
-		"CHAT__SOLO__MAX_IN_FLIGHT": "1",
-	})
-	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
-	require.NoError(t, err)
-	_, err = st.Recv()
-	require.NoError(t, err)
+	r, st := slotHeld(t, nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})

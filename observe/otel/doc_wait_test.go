@@ -4,6 +4,7 @@ import (
 	"context"
 	"go/parser"
 	"go/token"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -43,19 +44,8 @@ func documentedWaitAttrs(t *testing.T) []string {
 // event carries — that of a wait that ended in an admission and that of one
 // its caller gave up — and no other.
 func TestWaitEventAttributesAreTheDocumentedOnes(t *testing.T) {
-	up := testutil.NewUpstream(t)
-	r := newRig(t, map[string]string{
-		"PGW_SCOPES":                "CHAT",
-		"CHAT__SOURCES":             "solo",
-		"CHAT__SOLO__BASE_URL":      up.URL,
-		"CHAT__SOLO__MODEL":         "model-s",
-		"CHAT__SOLO__MAX_IN_FLIGHT": "1",
-	})
 	// A stream holds the only slot: the calls below wait for it.
-	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
-	require.NoError(t, err)
-	_, err = st.Recv()
-	require.NoError(t, err)
+	r, st := slotHeld(t, nil)
 	rejections := func() int64 {
 		sum, _ := r.metrics(t)["pgw_gate_rejections_total"].(metricdata.Sum[int64])
 		var n int64
@@ -110,23 +100,10 @@ func TestWaitEventAttributesAreTheDocumentedOnes(t *testing.T) {
 // A wait that ends in one of pgw's errors, not the caller's ctx, names the
 // error's code as its error.type — not a Go type of an internal package.
 func TestWaitEventGivenUpNamesTheErrorsCode(t *testing.T) {
-	up := testutil.NewUpstream(t)
-	r := newRig(t, map[string]string{
-		"PGW_SCOPES":                "CHAT",
-		"CHAT__SOURCES":             "solo",
-		"CHAT__QUOTA_FULL":          "wait",
-		"CHAT__STALL_WINDOW_S":      "0.05",
-		"CHAT__SOLO__BASE_URL":      up.URL,
-		"CHAT__SOLO__MODEL":         "model-s",
-		"CHAT__SOLO__MAX_IN_FLIGHT": "1",
-	})
 	// A stream holds the only slot past the stall window: the call below
 	// waits for it until it is stalled.
-	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
-	require.NoError(t, err)
-	_, err = st.Recv()
-	require.NoError(t, err)
-	_, err = r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+	r, st := slotHeld(t, map[string]string{"CHAT__QUOTA_FULL": "wait", "CHAT__STALL_WINDOW_S": "0.05"})
+	_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
 	var ase *pgw.AllSourcesExhausted
 	require.ErrorAs(t, err, &ase)
 	require.Equal(t, pgw.ReasonStalled, ase.Reason)
@@ -146,4 +123,26 @@ func TestWaitEventGivenUpNamesTheErrorsCode(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{pgw.CodeExhausted}, types)
+}
+
+// slotHeld starts a rig whose CHAT scope has one source with one in-flight
+// slot, with extra settings on top, and a stream that holds the slot (its
+// first chunk read): a chat call on it waits.
+func slotHeld(t *testing.T, extra map[string]string) (*rig, *pgw.Stream) {
+	t.Helper()
+	up := testutil.NewUpstream(t)
+	env := map[string]string{
+		"PGW_SCOPES":                "CHAT",
+		"CHAT__SOURCES":             "solo",
+		"CHAT__SOLO__BASE_URL":      up.URL,
+		"CHAT__SOLO__MODEL":         "model-s",
+		"CHAT__SOLO__MAX_IN_FLIGHT": "1",
+	}
+	maps.Copy(env, extra)
+	r := newRig(t, env)
+	st, err := r.gw.ChatStream(context.Background(), pgw.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	require.NoError(t, err)
+	return r, st
 }
