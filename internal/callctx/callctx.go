@@ -265,8 +265,21 @@ func (c *Ctx) Cancel(cause error) {
 }
 
 // Stop ends c with context.Canceled, as a CancelFunc does, and frees its
-// timer. Call it once the attempt (or call) is over.
-func (c *Ctx) Stop() { c.cancel(context.Canceled, context.Canceled) }
+// timer. Call it once the attempt (or call) is over. It is cancel with
+// both kinds known, as every attempt's and call's end takes it: no
+// comparison of errors finds them.
+func (c *Ctx) Stop() {
+	if c.ended() {
+		return
+	}
+	c.mu.Lock()
+	if c.errKind != endNone {
+		c.mu.Unlock()
+		return
+	}
+	c.errKind, c.ownKind = endCanceled, endCanceled
+	c.endLocked(context.Canceled)
+}
 
 // cancel ends c with err. cause nil means the parent ended c: its cause
 // is the parent's.
