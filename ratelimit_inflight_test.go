@@ -88,36 +88,52 @@ func requestsLeft(limit, remaining, reset string) http.Header {
 // The first answer of a source is taken less the other calls admitted
 // before anything was known: four calls in flight, the first answer says 5
 // left, so 5 − 3 = 2 more calls are admitted (the later answers, saying 5
-// too, never raise the budget) and the next is refused with the reset.
+// too, never raise the budget) and the next is refused with the reset. The
+// same in memory and for two gateways sharing Redis, whose blind calls
+// count together.
 func TestTheFirstAnswerIsTakenLessTheCallsAlreadyInFlight(t *testing.T) {
-	u := newHeldUpstream(t)
-	gw, _ := newGateway(t, soloChat(u.URL, "CHAT__SOLO__MAX_IN_FLIGHT", "10"))
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Add(1)
-		go func() { defer wg.Done(); _, errs[i] = gw.Chat(context.Background(), hello()) }()
+	for _, backend := range []string{"memory", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			u := newHeldUpstream(t)
+			env := soloChat(u.URL, "CHAT__SOLO__MAX_IN_FLIGHT", "10")
+			gws := make([]*pgw.GatewayClient, 1, 2)
+			if backend == "redis" {
+				env = onRedis(t, testutil.StartRedis(t), env)
+				gws = gws[:2]
+			}
+			for i := range gws {
+				gws[i], _ = newGateway(t, env)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 4)
+			for i := range errs {
+				wg.Add(1)
+				go func() { defer wg.Done(); _, errs[i] = gws[i%len(gws)].Chat(context.Background(), hello()) }()
+			}
+			u.awaitArrivals(t, 4)
+			for range 4 {
+				u.answer(requestsLeft("60", "5", "30s"))
+			}
+			wg.Wait()
+			for i, err := range errs {
+				require.NoError(t, err, "blind call %d", i)
+			}
+			for i := range 2 {
+				u.answer(requestsLeft("60", "5", "30s"))
+				_, err := gws[i%len(gws)].Chat(context.Background(), hello())
+				require.NoError(t, err, "call %d of the 2 left", i)
+			}
+			u.answer(requestsLeft("60", "5", "30s")) // so that a wrong admission ends at once
+			for i, gw := range gws {
+				_, err := gw.Chat(context.Background(), hello())
+				var ase *pgw.AllSourcesExhausted
+				require.ErrorAs(t, err, &ase, "gateway %d", i+1)
+				assert.Equal(t, "rate_limited", ase.Reasons["solo"])
+				assert.InDelta(t, 30, ase.RetryAfter.Seconds(), 2)
+			}
+			assert.Equal(t, int64(6), u.hits.Load())
+		})
 	}
-	u.awaitArrivals(t, 4)
-	for range 4 {
-		u.answer(requestsLeft("60", "5", "30s"))
-	}
-	wg.Wait()
-	for i, err := range errs {
-		require.NoError(t, err, "blind call %d", i)
-	}
-	for i := range 2 {
-		u.answer(requestsLeft("60", "5", "30s"))
-		_, err := gw.Chat(context.Background(), hello())
-		require.NoError(t, err, "call %d of the 2 left", i)
-	}
-	u.answer(requestsLeft("60", "5", "30s")) // so that a wrong admission ends at once
-	_, err := gw.Chat(context.Background(), hello())
-	var ase *pgw.AllSourcesExhausted
-	require.ErrorAs(t, err, &ase)
-	assert.Equal(t, "rate_limited", ase.Reasons["solo"])
-	assert.InDelta(t, 30, ase.RetryAfter.Seconds(), 2)
-	assert.Equal(t, int64(6), u.hits.Load())
 }
 
 // An answer that arrives after a 429 — a success of a request sent before
@@ -161,26 +177,35 @@ func TestALateSuccessNeverShortensAHoldOffInForce(t *testing.T) {
 
 // A window spent by calls that never brought an answer back (they timed
 // out) does not hold the source off for good: its figures are forgotten a
-// window and a second later, and a waiting call then runs.
+// window and a second later, and a waiting call then runs. The same in
+// memory and in Redis.
 func TestAWindowSpentByUnansweredCallsIsForgotten(t *testing.T) {
-	u := newHeldUpstream(t)
-	gw, rec := newGateway(t, soloChat(u.URL, "CHAT__QUOTA_FULL", "wait",
-		"CHAT__SOLO__TIMEOUT_S", "0.3", "CHAT__FAILURE_THRESHOLD", "20", "CHAT__MAX_ATTEMPTS", "20"))
-	u.answer(requestsLeft("2", "0", "1s"))
-	_, err := gw.Chat(context.Background(), hello())
-	require.NoError(t, err)
-	u.awaitArrivals(t, 1)
+	for _, backend := range []string{"memory", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			u := newHeldUpstream(t)
+			env := soloChat(u.URL, "CHAT__QUOTA_FULL", "wait",
+				"CHAT__SOLO__TIMEOUT_S", "0.3", "CHAT__FAILURE_THRESHOLD", "20", "CHAT__MAX_ATTEMPTS", "20")
+			if backend == "redis" {
+				env = onRedis(t, testutil.StartRedis(t), env)
+			}
+			gw, rec := newGateway(t, env)
+			u.answer(requestsLeft("2", "0", "1s"))
+			_, err := gw.Chat(context.Background(), hello())
+			require.NoError(t, err)
+			u.awaitArrivals(t, 1)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := gw.Chat(ctx, hello()); done <- err }()
-	u.awaitArrivals(t, 2) // the reset's 2 requests: both time out unanswered
-	u.awaitArrivals(t, 1) // the figures forgotten, the source is asked again
-	u.answer(nil)
-	require.NoError(t, <-done)
-	assert.Equal(t, []string{"solo:success", "solo:failure", "solo:failure", "solo:success"}, rec.Outcomes())
-	assert.Equal(t, int64(4), u.hits.Load())
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { _, err := gw.Chat(ctx, hello()); done <- err }()
+			u.awaitArrivals(t, 2) // the reset's 2 requests: both time out unanswered
+			u.awaitArrivals(t, 1) // the figures forgotten, the source is asked again
+			u.answer(nil)
+			require.NoError(t, <-done)
+			assert.Equal(t, []string{"solo:success", "solo:failure", "solo:failure", "solo:success"}, rec.Outcomes())
+			assert.Equal(t, int64(4), u.hits.Load())
+		})
+	}
 }
 
 // Through the gateway, an answer with less than a tenth of a window left
