@@ -88,7 +88,9 @@ func (e *AllSourcesExhausted) Code() string { return CodeExhausted }
 // Unwrap returns Last.
 func (e *AllSourcesExhausted) Unwrap() error { return e.Last }
 
-// GatewayUnavailableError (PGW-UNAVAILABLE): MAX_ATTEMPTS attempts failed.
+// GatewayUnavailableError (PGW-UNAVAILABLE): MAX_ATTEMPTS attempts failed, or
+// the backoff after a failed attempt would end at or after the caller's ctx
+// deadline, so that no further attempt could start in time.
 type GatewayUnavailableError struct {
 	// Scope is the scope of the call, e.g. "CHAT".
 	Scope string

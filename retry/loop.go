@@ -463,6 +463,12 @@ func rounds[T any](ctx context.Context, l *Loop, estTokens int64, demote bool, a
 			// full.
 			delay = max(limit, 0)
 		}
+		if backoffOutlasts(ctx, delay) {
+			// No attempt could start before the caller's deadline: end
+			// now with what the attempts said, rather than sleep into
+			// context.DeadlineExceeded and lose the last error.
+			return zero, &errs.GatewayUnavailableError{Scope: l.scope, Attempts: attempts, Last: last}
+		}
 		if err := l.sleep(ctx, delay); err != nil {
 			return zero, err
 		}
@@ -671,6 +677,18 @@ func settled(u transport.Usage) int64 {
 		return int64(n)
 	}
 	return -1
+}
+
+// backoffOutlasts reports whether a backoff of delay would end at or after
+// ctx's deadline, while ctx is not done yet: the attempt after it could not
+// start in time. A done ctx is left to the sleep, which returns its error.
+// A ctx deadline fires on the wall clock, whatever the loop's clock.
+func backoffOutlasts(ctx context.Context, delay time.Duration) bool {
+	if delay <= 0 || ctx.Err() != nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) <= delay
 }
 
 // withLast attaches the call's last attempt error to the admission's verdict,

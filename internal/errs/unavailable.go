@@ -5,7 +5,10 @@ import "fmt"
 // GatewayUnavailableError ends a call whose attempt budget (MAX_ATTEMPTS) is
 // spent: every attempt failed (5xx, timeout, connection error, fatal
 // credentials …) and the library has already backed off and failed over
-// between them. Last is the last attempt's error; errors.As reaches it
+// between them. It also ends a call at once when the backoff after a failed
+// attempt would end at or after the caller's ctx deadline: no attempt could
+// follow, and sleeping would only turn the last error into
+// context.DeadlineExceeded. Last is the last attempt's error; errors.As reaches it
 // through Unwrap (e.g. a *HTTPError with the upstream status).
 //
 // This marks the end of call-level retry, which lives entirely inside the
