@@ -1,0 +1,554 @@
+package pgw_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw"
+)
+
+// These tests check the no-runnable matrix, the stall budget and the
+// attempt budget as a user meets them: a custom scope driven by pgw.Call,
+// whose attempts the test holds and releases through channels, and the
+// errors and observer events a caller gets.
+
+// waitWatch is an observer that hands every wait's start and end, and
+// every attempt start, to channels.
+type waitWatch struct {
+	starts   chan pgw.WaitStart
+	ends     chan pgw.WaitEnd
+	mu       sync.Mutex
+	probes   []bool
+	outcomes []string // "source:outcome" per attempt, in order
+}
+
+func newWaitWatch() *waitWatch {
+	return &waitWatch{starts: make(chan pgw.WaitStart, 64), ends: make(chan pgw.WaitEnd, 64)}
+}
+
+func (w *waitWatch) option() pgw.Option {
+	return pgw.WithObserver(pgw.ObserverFuncs{
+		WaitStart: func(s pgw.WaitStart) { w.starts <- s },
+		WaitEnd:   func(e pgw.WaitEnd) { w.ends <- e },
+		Attempt: func(a pgw.AttemptRecord) {
+			w.mu.Lock()
+			w.outcomes = append(w.outcomes, a.Source+":"+a.Outcome)
+			w.mu.Unlock()
+		},
+		AttemptStart: func(a pgw.AttemptStart) {
+			w.mu.Lock()
+			w.probes = append(w.probes, a.Probe)
+			w.mu.Unlock()
+		},
+	})
+}
+
+// Outcomes lists "source:outcome" per attempt, in order.
+func (w *waitWatch) Outcomes() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.outcomes...)
+}
+
+// nextStart is the next wait's start; the test fails if none comes.
+func (w *waitWatch) nextStart(t *testing.T) pgw.WaitStart {
+	t.Helper()
+	select {
+	case s := <-w.starts:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wait started within 10s")
+		return pgw.WaitStart{}
+	}
+}
+
+// noWait fails the test if a wait has started.
+func (w *waitWatch) noWait(t *testing.T) {
+	t.Helper()
+	select {
+	case s := <-w.starts:
+		t.Fatalf("a wait started: %+v", s)
+	default:
+	}
+}
+
+type genFn = func(context.Context, pgw.Source) (string, pgw.Usage, error)
+
+func answerWith(status int) genFn {
+	return func(context.Context, pgw.Source) (string, pgw.Usage, error) {
+		if status == 0 {
+			return "ok", pgw.Usage{}, nil
+		}
+		return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: status, Message: "upstream says no"}
+	}
+}
+
+// bySource answers per source: 0 is a success, anything else that status.
+func bySource(status map[string]int) genFn {
+	return func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		return answerWith(status[src.Name])(ctx, src)
+	}
+}
+
+// held is a call of the test's whose attempt is running and blocked until
+// release; done gives the call's error.
+type held struct {
+	source  string
+	release chan struct{}
+	done    chan error
+}
+
+func (h *held) finish(t *testing.T) {
+	t.Helper()
+	close(h.release)
+	select {
+	case err := <-h.done:
+		require.NoError(t, err, "the held call")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call did not end within 10s")
+	}
+}
+
+// hold starts a call on scope whose attempt blocks until released, and
+// returns once the attempt is running. A call that ends before its attempt
+// starts with *CircuitOpenError (a cooldown not yet over) is started again.
+func hold(t *testing.T, gw *pgw.GatewayClient, scope string) *held {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		h := &held{release: make(chan struct{}), done: make(chan error, 1)}
+		entered := make(chan string, 1)
+		go func() {
+			_, err := pgw.Call(context.Background(), gw, scope, func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
+				entered <- src.Name
+				<-h.release
+				return "ok", pgw.Usage{}, nil
+			})
+			h.done <- err
+		}()
+		select {
+		case h.source = <-entered:
+			t.Cleanup(func() {
+				select {
+				case <-h.release:
+				default:
+					close(h.release)
+				}
+			})
+			return h
+		case err := <-h.done:
+			var coe *pgw.CircuitOpenError
+			require.ErrorAs(t, err, &coe, "the holding call ended before its attempt")
+		}
+	}
+	t.Fatal("no attempt was admitted within 10s")
+	return nil
+}
+
+// probeHeld is a GEN scope of one source "a" whose breaker a 503 opened for
+// a millisecond, and a call holding its probe: every other call now meets
+// a HalfOpen breaker with its probe in flight.
+func probeHeld(t *testing.T, env map[string]string) (*pgw.GatewayClient, *waitWatch, *held) {
+	t.Helper()
+	base := map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a",
+		"GEN__FAILURE_THRESHOLD": "1",
+		"GEN__COOLDOWN_S":        "0.001",
+		"GEN__MAX_ATTEMPTS":      "1",
+		"GEN__POLL_INTERVAL_S":   "0.005",
+	}
+	for k, v := range env {
+		base[k] = v
+	}
+	ww := newWaitWatch()
+	gw, _ := newGateway(t, base, ww.option())
+	_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusServiceUnavailable))
+	var gue *pgw.GatewayUnavailableError
+	require.ErrorAs(t, err, &gue, "the 503 spent the one attempt and opened the breaker")
+	h := hold(t, gw, "GEN")
+	ww.mu.Lock()
+	probe := ww.probes[len(ww.probes)-1]
+	ww.mu.Unlock()
+	require.True(t, probe, "the held attempt is the breaker's probe")
+	for len(ww.starts) > 0 { // a wait of the holder's own, for the cooldown
+		<-ww.starts
+	}
+	return gw, ww, h
+}
+
+// Under CIRCUIT_OPEN=fail_fast a call meeting a HalfOpen breaker whose probe
+// is in flight fails with *CircuitOpenError whose RetryAfter is 0 (no
+// certain wait), never the probe lease; once the probe succeeds the next
+// call is served at once: the rejection left nothing in the memo.
+func TestAuditHalfOpenRejectionUnderFailFastRetryAfterIsZeroAndLeavesNoCooldown(t *testing.T) {
+	gw, ww, h := probeHeld(t, map[string]string{"GEN__CIRCUIT_OPEN": "fail_fast"})
+	for i := range 2 {
+		_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+		var coe *pgw.CircuitOpenError
+		require.ErrorAs(t, err, &coe, "call %d", i)
+		assert.Equal(t, pgw.CodeCircuitOpen, coe.Code())
+		assert.Equal(t, "GEN", coe.Scope)
+		assert.Equal(t, []string{"a"}, coe.Sources)
+		assert.Zero(t, coe.RetryAfter, "a probe in flight: no certain wait")
+	}
+	h.finish(t)
+	v, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+	require.NoError(t, err, "the recovered source is used at once")
+	assert.Equal(t, "ok", v)
+	ww.noWait(t)
+}
+
+// Under CIRCUIT_OPEN=wait the same call waits, with no certain end, and is
+// served as soon as the probe has closed the breaker.
+func TestAuditHalfOpenRejectionUnderWaitWaitsForTheProbe(t *testing.T) {
+	gw, ww, h := probeHeld(t, map[string]string{"GEN__CIRCUIT_OPEN": "wait", "GEN__QUOTA_FULL": "fail_fast"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pgw.Call(ctx, gw, "GEN", answerWith(0))
+		done <- err
+	}()
+	ws := ww.nextStart(t)
+	assert.Equal(t, "circuit_open", ws.Reason)
+	assert.Equal(t, map[string]string{"a": "circuit_open"}, ws.Reasons)
+	assert.Zero(t, ws.RetryAfter, "a probe in flight: no certain wait")
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended while the probe was in flight: %v", err)
+	default:
+	}
+	h.finish(t)
+	require.NoError(t, <-done)
+	we := <-ww.ends
+	assert.Equal(t, "a", we.Source)
+	assert.NoError(t, we.Err)
+}
+
+// A wait with no certain end ends once the stall window is spent while no
+// call of the scope delivered: *AllSourcesExhausted{Reason: stalled} naming
+// each source's reason — circuit_open for a breaker whose probe is in
+// flight, rate_limited for a source whose in-flight slot is taken.
+func TestAuditAWaitWithNoCertainEndEndsStalledWithEachSourcesReason(t *testing.T) {
+	t.Run("circuit_open", func(t *testing.T) {
+		gw, _, h := probeHeld(t, map[string]string{
+			"GEN__CIRCUIT_OPEN":   "wait",
+			"GEN__QUOTA_FULL":     "fail_fast",
+			"GEN__STALL_WINDOW_S": "0.05",
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := pgw.Call(ctx, gw, "GEN", answerWith(0))
+		require.NoError(t, ctx.Err(), "the stall window, not the deadline, ended the call")
+		var ase *pgw.AllSourcesExhausted
+		require.ErrorAs(t, err, &ase)
+		assert.Equal(t, pgw.CodeExhausted, ase.Code())
+		assert.Equal(t, pgw.ReasonStalled, ase.Reason)
+		assert.Equal(t, map[string]string{"a": "circuit_open"}, ase.Reasons)
+		assert.Zero(t, ase.RetryAfter)
+		h.finish(t)
+	})
+	t.Run("rate_limited", func(t *testing.T) {
+		ww := newWaitWatch()
+		gw, _ := newGateway(t, map[string]string{
+			"PGW_SCOPES":            "GEN",
+			"GEN__SOURCES":          "a",
+			"GEN__A__MAX_IN_FLIGHT": "1",
+			"GEN__QUOTA_FULL":       "wait",
+			"GEN__STALL_WINDOW_S":   "0.05",
+			"GEN__POLL_INTERVAL_S":  "0.005",
+		}, ww.option())
+		h := hold(t, gw, "GEN")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := pgw.Call(ctx, gw, "GEN", answerWith(0))
+		require.NoError(t, ctx.Err(), "the stall window, not the deadline, ended the call")
+		var ase *pgw.AllSourcesExhausted
+		require.ErrorAs(t, err, &ase)
+		assert.Equal(t, pgw.ReasonStalled, ase.Reason)
+		assert.Equal(t, map[string]string{"a": "rate_limited"}, ase.Reasons)
+		assert.Equal(t, "quota_full", ww.nextStart(t).Reason)
+		h.finish(t)
+	})
+}
+
+// mixedRound is a GEN scope where source a's breaker is open for a minute
+// and source b's one in-flight slot is held: a round admits nothing, and
+// not every rejection is a gate one.
+func mixedRound(t *testing.T, circuitOpen, quotaFull string) (*pgw.GatewayClient, *waitWatch, *held) {
+	t.Helper()
+	ww := newWaitWatch()
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a,b",
+		"GEN__B__PRIORITY":       "1",
+		"GEN__B__MAX_IN_FLIGHT":  "1",
+		"GEN__FAILURE_THRESHOLD": "1",
+		"GEN__COOLDOWN_S":        "60",
+		"GEN__CIRCUIT_OPEN":      circuitOpen,
+		"GEN__QUOTA_FULL":        quotaFull,
+		"GEN__POLL_INTERVAL_S":   "0.005",
+	}, ww.option())
+	v, err := pgw.Call(context.Background(), gw, "GEN", bySource(map[string]int{"a": http.StatusServiceUnavailable}))
+	require.NoError(t, err, "a fails and opens, b answers")
+	require.Equal(t, "ok", v)
+	h := hold(t, gw, "GEN")
+	require.Equal(t, "b", h.source, "a is open: the held call runs on b")
+	ww.noWait(t)
+	return gw, ww, h
+}
+
+// The matrix row "not all gate rejections": QUOTA_FULL decides, whatever
+// CIRCUIT_OPEN says. fail_fast reports quota_exhausted with both reasons
+// and RetryAfter 0 (b's slot may free at any moment); wait waits and is
+// served by b once its slot is free.
+func TestAuditMixedRejectionsAreGovernedByQuotaFullUnderEitherCircuitOpen(t *testing.T) {
+	for _, co := range []string{"fail_fast", "wait"} {
+		t.Run("CIRCUIT_OPEN="+co+"/QUOTA_FULL=fail_fast", func(t *testing.T) {
+			gw, ww, h := mixedRound(t, co, "fail_fast")
+			_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+			var coe *pgw.CircuitOpenError
+			require.False(t, errors.As(err, &coe), "not every source is open: %v", err)
+			var ase *pgw.AllSourcesExhausted
+			require.ErrorAs(t, err, &ase)
+			assert.Equal(t, pgw.ReasonQuotaExhausted, ase.Reason)
+			assert.Contains(t, []string{"cooldown", "circuit_open"}, ase.Reasons["a"])
+			assert.Equal(t, "rate_limited", ase.Reasons["b"])
+			assert.Len(t, ase.Reasons, 2)
+			assert.Zero(t, ase.RetryAfter, "b may be admitted at any moment")
+			ww.noWait(t)
+			h.finish(t)
+		})
+		t.Run("CIRCUIT_OPEN="+co+"/QUOTA_FULL=wait", func(t *testing.T) {
+			gw, ww, h := mixedRound(t, co, "wait")
+			done := make(chan error, 1)
+			var served string
+			go func() {
+				_, err := pgw.Call(context.Background(), gw, "GEN", func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
+					served = src.Name
+					return "ok", pgw.Usage{}, nil
+				})
+				done <- err
+			}()
+			ws := ww.nextStart(t)
+			assert.Equal(t, "quota_full", ws.Reason)
+			assert.Equal(t, "rate_limited", ws.Reasons["b"])
+			h.finish(t)
+			require.NoError(t, <-done)
+			assert.Equal(t, "b", served)
+		})
+	}
+}
+
+// With every source open, fail_fast's RetryAfter is the earliest source's
+// cooldown left, not the latest's.
+func TestAuditAllSourcesOpenFailFastRetryAfterIsTheEarliestSources(t *testing.T) {
+	const cooldown = 60 * time.Second
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a,b",
+		"GEN__B__PRIORITY":       "1",
+		"GEN__FAILURE_THRESHOLD": "1",
+		"GEN__COOLDOWN_S":        "60",
+	})
+	_, err := pgw.Call(context.Background(), gw, "GEN", bySource(map[string]int{"a": http.StatusServiceUnavailable}))
+	require.NoError(t, err)
+	aOpened := time.Now() // a's cooldown ends before aOpened + cooldown
+	time.Sleep(300 * time.Millisecond)
+	bFrom := time.Now()
+	_, err = pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusServiceUnavailable))
+	var coe *pgw.CircuitOpenError
+	require.ErrorAs(t, err, &coe)
+	assert.ElementsMatch(t, []string{"a", "b"}, coe.Sources)
+	assert.Positive(t, coe.RetryAfter)
+	assert.LessOrEqual(t, coe.RetryAfter, aOpened.Add(cooldown).Sub(bFrom), "a's cooldown ends first")
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he, "b's 503 is reachable")
+}
+
+// A certain wait past the caller's deadline — here a spent RPM whose next
+// request fits in a minute — ends a QUOTA_FULL=wait call at once with the
+// quota error and the time left.
+func TestAuditQuotaRefillPastTheDeadlineFailsAtOnce(t *testing.T) {
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":   "GEN",
+		"GEN__SOURCES": "a",
+		"GEN__A__RPM":  "1",
+	})
+	_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = pgw.Call(ctx, gw, "GEN", answerWith(0))
+	require.NoError(t, ctx.Err(), "the call did not sleep into its deadline")
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	var ase *pgw.AllSourcesExhausted
+	require.ErrorAs(t, err, &ase)
+	assert.Equal(t, pgw.ReasonQuotaExhausted, ase.Reason)
+	assert.Equal(t, map[string]string{"a": "rate_limited"}, ase.Reasons)
+	assert.Greater(t, ase.RetryAfter, 50*time.Second)
+	assert.LessOrEqual(t, ase.RetryAfter, time.Minute)
+}
+
+// The deadline check uses the earliest certain admission of any source: a
+// cooldown ending within the deadline keeps the call waiting although the
+// other source's quota refills past it, and the call is served.
+func TestAuditACooldownEndingInTimeOutweighsAQuotaRefillPastTheDeadline(t *testing.T) {
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a,b",
+		"GEN__B__PRIORITY":       "1",
+		"GEN__B__RPM":            "1",
+		"GEN__FAILURE_THRESHOLD": "1",
+		"GEN__COOLDOWN_S":        "1",
+		"GEN__QUOTA_FULL":        "wait",
+		"GEN__POLL_INTERVAL_S":   "0.01",
+	})
+	_, err := pgw.Call(context.Background(), gw, "GEN", bySource(map[string]int{"a": http.StatusServiceUnavailable}))
+	require.NoError(t, err, "a opens for 1 s; b answers and spends its RPM")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var served string
+	_, err = pgw.Call(ctx, gw, "GEN", func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		served = src.Name
+		return "ok", pgw.Usage{}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "a", served, "a's probe after its cooldown")
+}
+
+// A bad key under CIRCUIT_OPEN=wait: each probe is answered 401 and reopens
+// the breaker, and MAX_ATTEMPTS ends the call with *GatewayUnavailableError
+// wrapping the 401; with a stall window the grown cooldown would outlast,
+// the call ends at once with *CircuitOpenError, the 401 reachable.
+func TestAuditABadKeyUnderWaitEndsByTheAttemptBudgetOrTheStallWindow(t *testing.T) {
+	t.Run("MAX_ATTEMPTS", func(t *testing.T) {
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES":        "GEN",
+			"GEN__SOURCES":      "a",
+			"GEN__CIRCUIT_OPEN": "wait",
+			"GEN__COOLDOWN_S":   "0.01",
+			"GEN__MAX_ATTEMPTS": "3",
+		})
+		_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusUnauthorized))
+		var gue *pgw.GatewayUnavailableError
+		require.ErrorAs(t, err, &gue)
+		assert.Equal(t, 3, gue.Attempts)
+		var he *pgw.HTTPError
+		require.ErrorAs(t, err, &he)
+		assert.Equal(t, http.StatusUnauthorized, he.StatusCode)
+		assert.Equal(t, []string{"a:fatal", "a:fatal", "a:fatal"}, rec.Outcomes())
+		assert.Equal(t, []string{
+			"a:closed>open", "a:open>half_open", "a:half_open>open", "a:open>half_open", "a:half_open>open",
+		}, rec.Transitions())
+	})
+	t.Run("STALL_WINDOW_S", func(t *testing.T) {
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES":          "GEN",
+			"GEN__SOURCES":        "a",
+			"GEN__CIRCUIT_OPEN":   "wait",
+			"GEN__COOLDOWN_S":     "0.4",
+			"GEN__STALL_WINDOW_S": "1",
+			"GEN__MAX_ATTEMPTS":   "10",
+		})
+		_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusUnauthorized))
+		var coe *pgw.CircuitOpenError
+		require.ErrorAs(t, err, &coe, "the doubled cooldown ends past the stall window: fail_fast's error at once")
+		assert.Greater(t, coe.RetryAfter, 400*time.Millisecond, "the doubled cooldown")
+		assert.LessOrEqual(t, coe.RetryAfter, 800*time.Millisecond)
+		var he *pgw.HTTPError
+		require.ErrorAs(t, err, &he, "the 401 is reachable")
+		assert.Equal(t, http.StatusUnauthorized, he.StatusCode)
+		assert.Equal(t, []string{"a:fatal", "a:fatal"}, rec.Outcomes())
+	})
+}
+
+// MAX_ATTEMPTS defaults to 3 × the number of sources.
+func TestAuditMaxAttemptsDefaultsToThreeTimesTheSources(t *testing.T) {
+	for _, sources := range []string{"a", "a,b", "a,b,c"} {
+		t.Run(sources, func(t *testing.T) {
+			gw, rec := newGateway(t, map[string]string{
+				"PGW_SCOPES":             "GEN",
+				"GEN__SOURCES":           sources,
+				"GEN__FAILURE_THRESHOLD": "100",
+			})
+			_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusBadGateway))
+			var gue *pgw.GatewayUnavailableError
+			require.ErrorAs(t, err, &gue)
+			n := 3 * (strings.Count(sources, ",") + 1)
+			assert.Equal(t, n, gue.Attempts)
+			assert.Len(t, rec.Attempts(), n)
+		})
+	}
+}
+
+// A multi-source scope with one source open keeps serving from the others
+// without waiting, under CIRCUIT_OPEN=wait as under fail_fast.
+func TestAuditOneOpenSourceOfSeveralIsSkippedWithoutWaiting(t *testing.T) {
+	for _, mode := range []string{"fail_fast", "wait"} {
+		t.Run(mode, func(t *testing.T) {
+			ww := newWaitWatch()
+			gw, _ := newGateway(t, map[string]string{
+				"PGW_SCOPES":             "GEN",
+				"GEN__SOURCES":           "a,b",
+				"GEN__B__PRIORITY":       "1",
+				"GEN__FAILURE_THRESHOLD": "1",
+				"GEN__COOLDOWN_S":        "60",
+				"GEN__CIRCUIT_OPEN":      mode,
+			}, ww.option())
+			fn := bySource(map[string]int{"a": http.StatusServiceUnavailable})
+			_, err := pgw.Call(context.Background(), gw, "GEN", fn)
+			require.NoError(t, err)
+			for range 3 {
+				_, err := pgw.Call(context.Background(), gw, "GEN", fn)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, []string{"a:failure", "b:success", "b:success", "b:success", "b:success"}, ww.Outcomes())
+			ww.noWait(t)
+		})
+	}
+}
+
+// A call cancelled while it waits for an in-flight slot (QUOTA_FULL left
+// at its default, wait) returns ctx.Err() and holds nothing: the next call
+// is admitted as soon as the slot frees.
+func TestAuditACallCancelledDuringAQuotaWaitHoldsNothing(t *testing.T) {
+	ww := newWaitWatch()
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":            "GEN",
+		"GEN__SOURCES":          "a",
+		"GEN__A__MAX_IN_FLIGHT": "1",
+		"GEN__POLL_INTERVAL_S":  "0.005",
+	}, ww.option())
+	h := hold(t, gw, "GEN")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := pgw.Call(ctx, gw, "GEN", answerWith(0))
+		done <- err
+	}()
+	assert.Equal(t, "quota_full", ww.nextStart(t).Reason)
+	cancel()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
+	we := <-ww.ends
+	assert.ErrorIs(t, we.Err, context.Canceled)
+	h.finish(t)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	_, err := pgw.Call(ctx2, gw, "GEN", answerWith(0))
+	require.NoError(t, err, "the cancelled call kept no slot")
+}
