@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,6 +192,11 @@ func probeHeld(t *testing.T, env map[string]string) (*pgw.GatewayClient, *waitWa
 // call is served at once: the rejection left nothing in the memo.
 func TestAuditHalfOpenRejectionUnderFailFastRetryAfterIsZeroAndLeavesNoCooldown(t *testing.T) {
 	gw, ww, h := probeHeld(t, map[string]string{"GEN__CIRCUIT_OPEN": "fail_fast"})
+	snap, err := gw.Snapshot(context.Background(), "GEN", "a")
+	require.NoError(t, err)
+	assert.Equal(t, pgw.StateHalfOpen, snap.State)
+	assert.Equal(t, 1, snap.ProbesInFlight)
+	assert.Zero(t, snap.RetryAfter, "the snapshot follows the same contract")
 	for i := range 2 {
 		_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
 		var coe *pgw.CircuitOpenError
@@ -551,4 +557,76 @@ func TestAuditACallCancelledDuringAQuotaWaitHoldsNothing(t *testing.T) {
 	defer cancel2()
 	_, err := pgw.Call(ctx2, gw, "GEN", answerWith(0))
 	require.NoError(t, err, "the cancelled call kept no slot")
+}
+
+// Backoff between failed attempts is stall time: a call that keeps
+// failing with attempts to spare ends stalled once its stall window is
+// spent while no call of its scope delivered, each source's reason the
+// class of its last failed attempt and that attempt's error reachable —
+// but not while another call of its scope keeps delivering.
+func TestAuditBackoffSpendsTheStallBudgetUnlessTheScopeDelivers(t *testing.T) {
+	env := map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a",
+		"GEN__FAILURE_THRESHOLD": "100000",
+		"GEN__MAX_ATTEMPTS":      "100000",
+		"GEN__STALL_WINDOW_S":    "0.2",
+	}
+	backoff := pgw.WithBackoff(pgw.Backoff{Base: 100 * time.Millisecond, Max: 100 * time.Millisecond})
+	check := func(t *testing.T, err error) {
+		t.Helper()
+		var ase *pgw.AllSourcesExhausted
+		require.ErrorAs(t, err, &ase)
+		assert.Equal(t, pgw.ReasonStalled, ase.Reason)
+		assert.Equal(t, map[string]string{"a": "failure"}, ase.Reasons)
+		var he *pgw.HTTPError
+		require.ErrorAs(t, err, &he, "the last attempt's error is reachable")
+		assert.Equal(t, http.StatusBadGateway, he.StatusCode)
+	}
+	t.Run("nothing delivers", func(t *testing.T) {
+		gw, _ := newGateway(t, env, backoff)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := pgw.Call(ctx, gw, "GEN", answerWith(http.StatusBadGateway))
+		require.NoError(t, ctx.Err())
+		check(t, err)
+	})
+	t.Run("another call delivers", func(t *testing.T) {
+		gw, _ := newGateway(t, env, backoff)
+		// 40 backoffs of up to 100 ms each (full jitter) are stall time
+		// far past the 0.2 s window: the call reaches them only if the
+		// other calls' successes keep it from being stalled.
+		const enough = 40
+		var attempts atomic.Int32
+		reached := make(chan struct{})
+		failing := func(context.Context, pgw.Source) (string, pgw.Usage, error) {
+			if attempts.Add(1) == enough {
+				close(reached)
+			}
+			return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: http.StatusBadGateway, Message: "bad gateway"}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := pgw.Call(ctx, gw, "GEN", failing)
+			done <- err
+		}()
+	deliver:
+		for {
+			select {
+			case <-reached:
+				break deliver
+			case err := <-done:
+				t.Fatalf("the call ended after %d attempts while its scope delivered: %v", attempts.Load(), err)
+			case <-time.After(10 * time.Millisecond):
+				_, err := pgw.Call(ctx, gw, "GEN", answerWith(0))
+				require.NoError(t, err)
+			}
+		}
+		// Nothing delivers any more: the call is stalled within a window.
+		err := <-done
+		require.NoError(t, ctx.Err())
+		check(t, err)
+	})
 }
