@@ -100,23 +100,44 @@ func bySource(status map[string]int) genFn {
 }
 
 // held is a call of the test's whose attempt is running and blocked until
-// release; done gives the call's error.
+// released or its ctx cancelled; done gives the call's error.
 type held struct {
 	source  string
 	release chan struct{}
+	cancel  context.CancelFunc
+	answer  genFn // what the attempt does once released
 	done    chan error
 }
 
+// finish releases the attempt to succeed and requires the call's success.
 func (h *held) finish(t *testing.T) {
 	t.Helper()
+	require.NoError(t, h.end(t, answerWith(0)), "the held call")
+}
+
+// end releases the attempt to do fn and returns the call's error (a panic
+// as an error that says so).
+func (h *held) end(t *testing.T, fn genFn) error {
+	t.Helper()
+	h.answer = fn
 	close(h.release)
+	return h.result(t)
+}
+
+// result is the call's error once it has ended.
+func (h *held) result(t *testing.T) error {
+	t.Helper()
 	select {
 	case err := <-h.done:
-		require.NoError(t, err, "the held call")
+		return err
 	case <-time.After(10 * time.Second):
 		t.Fatal("the held call did not end within 10s")
+		return nil
 	}
 }
+
+// errPanicked is what a held call that panicked ends with.
+var errPanicked = errors.New("the call panicked")
 
 // hold starts a call on scope whose attempt blocks until released, and
 // returns once the attempt is running. A call that ends before its attempt
@@ -125,27 +146,32 @@ func hold(t *testing.T, gw *pgw.GatewayClient, scope string) *held {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		h := &held{release: make(chan struct{}), done: make(chan error, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		h := &held{release: make(chan struct{}), cancel: cancel, done: make(chan error, 1)}
 		entered := make(chan string, 1)
 		go func() {
-			_, err := pgw.Call(context.Background(), gw, scope, func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
+			defer func() {
+				if r := recover(); r != nil {
+					h.done <- errPanicked
+				}
+			}()
+			_, err := pgw.Call(ctx, gw, scope, func(actx context.Context, src pgw.Source) (string, pgw.Usage, error) {
 				entered <- src.Name
-				<-h.release
-				return "ok", pgw.Usage{}, nil
+				select {
+				case <-h.release:
+					return h.answer(actx, src)
+				case <-actx.Done():
+					return "", pgw.Usage{}, actx.Err()
+				}
 			})
 			h.done <- err
 		}()
 		select {
 		case h.source = <-entered:
-			t.Cleanup(func() {
-				select {
-				case <-h.release:
-				default:
-					close(h.release)
-				}
-			})
+			t.Cleanup(cancel)
 			return h
 		case err := <-h.done:
+			cancel()
 			var coe *pgw.CircuitOpenError
 			require.ErrorAs(t, err, &coe, "the holding call ended before its attempt")
 		}
@@ -629,4 +655,49 @@ func TestAuditBackoffSpendsTheStallBudgetUnlessTheScopeDelivers(t *testing.T) {
 		require.NoError(t, ctx.Err())
 		check(t, err)
 	})
+}
+
+// A probe that ends without a verdict on the source — a caller error, the
+// caller's cancellation, a panic in the attempt — gives its lease back: the
+// breaker stays HalfOpen and the very next call gets the probe, instead of
+// meeting a probe in flight until the lease expires.
+func TestAuditAProbeEndedWithoutAVerdictFreesItsLease(t *testing.T) {
+	cases := map[string]struct {
+		end   func(t *testing.T, h *held) error
+		check func(t *testing.T, err error)
+	}{
+		"caller error": {
+			end: func(t *testing.T, h *held) error { return h.end(t, answerWith(http.StatusUnprocessableEntity)) },
+			check: func(t *testing.T, err error) {
+				var he *pgw.HTTPError
+				require.ErrorAs(t, err, &he, "returned at once, not retried")
+				assert.Equal(t, http.StatusUnprocessableEntity, he.StatusCode)
+			},
+		},
+		"cancellation": {
+			end: func(t *testing.T, h *held) error {
+				h.cancel()
+				return h.result(t)
+			},
+			check: func(t *testing.T, err error) { assert.ErrorIs(t, err, context.Canceled) },
+		},
+		"panic": {
+			end: func(t *testing.T, h *held) error {
+				return h.end(t, func(context.Context, pgw.Source) (string, pgw.Usage, error) { panic("attempt bug") })
+			},
+			check: func(t *testing.T, err error) { assert.ErrorIs(t, err, errPanicked, "the panic reaches the caller") },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gw, _, h := probeHeld(t, map[string]string{"GEN__CIRCUIT_OPEN": "fail_fast"})
+			tc.check(t, tc.end(t, h))
+			snap, err := gw.Snapshot(context.Background(), "GEN", "a")
+			require.NoError(t, err)
+			assert.Equal(t, pgw.StateHalfOpen, snap.State, "no verdict: the state is unchanged")
+			assert.Zero(t, snap.ProbesInFlight, "the lease is back")
+			_, err = pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+			require.NoError(t, err, "the next call gets the probe at once")
+		})
+	}
 }
