@@ -701,3 +701,93 @@ func TestAuditAProbeEndedWithoutAVerdictFreesItsLease(t *testing.T) {
 		})
 	}
 }
+
+// A waiting call sleeps to the certain end of what holds it — a cooldown,
+// the earliest of several, a quota's refill — instead of polling: one nap
+// (two at most, should the first wake a hair early), where polling every
+// 10 ms would take dozens. The wait's RetryAfter is that certain end.
+func TestAuditAWaitingCallNapsOncePerCertainWait(t *testing.T) {
+	const poll = "0.01"
+	t.Run("one source's cooldown", func(t *testing.T) {
+		ww := newWaitWatch()
+		gw, _ := newGateway(t, map[string]string{
+			"PGW_SCOPES":             "GEN",
+			"GEN__SOURCES":           "a",
+			"GEN__CIRCUIT_OPEN":      "wait",
+			"GEN__FAILURE_THRESHOLD": "1",
+			"GEN__COOLDOWN_S":        "0.3",
+			"GEN__POLL_INTERVAL_S":   poll,
+		}, ww.option())
+		var n atomic.Int32
+		_, err := pgw.Call(context.Background(), gw, "GEN", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+			if n.Add(1) == 1 {
+				return answerWith(http.StatusServiceUnavailable)(ctx, src)
+			}
+			return "ok", pgw.Usage{}, nil
+		})
+		require.NoError(t, err)
+		ws, we := ww.nextStart(t), <-ww.ends
+		assert.Equal(t, "circuit_open", ws.Reason)
+		assert.Positive(t, ws.RetryAfter)
+		assert.LessOrEqual(t, ws.RetryAfter, 300*time.Millisecond)
+		assert.GreaterOrEqual(t, ws.Nap, ws.RetryAfter, "the first nap reaches the cooldown's end")
+		assert.LessOrEqual(t, we.Naps, 2)
+		assert.Equal(t, "a", we.Source)
+	})
+	t.Run("the earliest of two cooldowns", func(t *testing.T) {
+		ww := newWaitWatch()
+		gw, _ := newGateway(t, map[string]string{
+			"PGW_SCOPES":             "GEN",
+			"GEN__SOURCES":           "a,b",
+			"GEN__B__PRIORITY":       "1",
+			"GEN__CIRCUIT_OPEN":      "wait",
+			"GEN__FAILURE_THRESHOLD": "1",
+			"GEN__COOLDOWN_S":        "0.3",
+			"GEN__POLL_INTERVAL_S":   poll,
+		}, ww.option())
+		_, err := pgw.Call(context.Background(), gw, "GEN", bySource(map[string]int{"a": http.StatusServiceUnavailable}))
+		require.NoError(t, err, "a opens, b answers")
+		aOpened := time.Now() // a's cooldown ends before aOpened + 0.3 s
+		time.Sleep(150 * time.Millisecond)
+		from := time.Now()
+		var served []string
+		_, err = pgw.Call(context.Background(), gw, "GEN", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+			served = append(served, src.Name)
+			if src.Name == "b" {
+				return answerWith(http.StatusServiceUnavailable)(ctx, src) // b opens too: both are open
+			}
+			return "ok", pgw.Usage{}, nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"b", "a"}, served)
+		ws, we := ww.nextStart(t), <-ww.ends
+		assert.Equal(t, "circuit_open", ws.Reason)
+		assert.Positive(t, ws.RetryAfter)
+		assert.LessOrEqual(t, ws.RetryAfter, aOpened.Add(300*time.Millisecond).Sub(from), "a's cooldown, the earliest")
+		assert.Equal(t, "a", we.Source)
+		assert.LessOrEqual(t, we.Naps, 2)
+	})
+	t.Run("a quota's refill", func(t *testing.T) {
+		ww := newWaitWatch()
+		gw, _ := newGateway(t, map[string]string{
+			"PGW_SCOPES":           "GEN",
+			"GEN__SOURCES":         "a",
+			"GEN__A__RPM":          "600", // a minute's 600, then one per 100 ms
+			"GEN__QUOTA_FULL":      "wait",
+			"GEN__POLL_INTERVAL_S": poll,
+		}, ww.option())
+		for range 600 {
+			_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+			require.NoError(t, err)
+		}
+		ww.noWait(t)
+		_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(0))
+		require.NoError(t, err)
+		ws, we := ww.nextStart(t), <-ww.ends
+		assert.Equal(t, "quota_full", ws.Reason)
+		assert.Equal(t, map[string]string{"a": "rate_limited"}, ws.Reasons)
+		assert.Positive(t, ws.RetryAfter)
+		assert.LessOrEqual(t, ws.RetryAfter, 100*time.Millisecond)
+		assert.LessOrEqual(t, we.Naps, 2)
+	})
+}
