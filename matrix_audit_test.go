@@ -21,24 +21,35 @@ import (
 // whose attempts the test holds and releases through channels, and the
 // errors and observer events a caller gets.
 
-// waitWatch is an observer that hands every wait's start and end, and
-// every attempt start, to channels.
+// waitWatch is an observer that hands every wait's start and end and every
+// state change to channels, and keeps each attempt's probe flag and outcome.
 type waitWatch struct {
 	starts   chan pgw.WaitStart
 	ends     chan pgw.WaitEnd
+	changes  chan pgw.StateChange
 	mu       sync.Mutex
 	probes   []bool
 	outcomes []string // "source:outcome" per attempt, in order
 }
 
 func newWaitWatch() *waitWatch {
-	return &waitWatch{starts: make(chan pgw.WaitStart, 64), ends: make(chan pgw.WaitEnd, 64)}
+	return &waitWatch{
+		starts:  make(chan pgw.WaitStart, 64),
+		ends:    make(chan pgw.WaitEnd, 64),
+		changes: make(chan pgw.StateChange, 64),
+	}
 }
 
 func (w *waitWatch) option() pgw.Option {
 	return pgw.WithObserver(pgw.ObserverFuncs{
 		WaitStart: func(s pgw.WaitStart) { w.starts <- s },
 		WaitEnd:   func(e pgw.WaitEnd) { w.ends <- e },
+		StateChange: func(c pgw.StateChange) {
+			select {
+			case w.changes <- c:
+			default:
+			}
+		},
 		Attempt: func(a pgw.AttemptRecord) {
 			w.mu.Lock()
 			w.outcomes = append(w.outcomes, a.Source+":"+a.Outcome)
@@ -68,6 +79,22 @@ func (w *waitWatch) nextStart(t *testing.T) pgw.WaitStart {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no wait started within 10s")
 		return pgw.WaitStart{}
+	}
+}
+
+// changeTo blocks until a state change to state arrives.
+func (w *waitWatch) changeTo(t *testing.T, state pgw.State) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-w.changes:
+			if c.To == state {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no change to %v within 10s", state)
+		}
 	}
 }
 
@@ -185,19 +212,8 @@ func hold(t *testing.T, gw *pgw.GatewayClient, scope string) *held {
 // a HalfOpen breaker with its probe in flight.
 func probeHeld(t *testing.T, env map[string]string) (*pgw.GatewayClient, *waitWatch, *held) {
 	t.Helper()
-	base := map[string]string{
-		"PGW_SCOPES":             "GEN",
-		"GEN__SOURCES":           "a",
-		"GEN__FAILURE_THRESHOLD": "1",
-		"GEN__COOLDOWN_S":        "0.001",
-		"GEN__MAX_ATTEMPTS":      "1",
-		"GEN__POLL_INTERVAL_S":   "0.005",
-	}
-	for k, v := range env {
-		base[k] = v
-	}
 	ww := newWaitWatch()
-	gw, _ := newGateway(t, base, ww.option())
+	gw, _ := newGateway(t, probeEnv(env), ww.option())
 	_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusServiceUnavailable))
 	var gue *pgw.GatewayUnavailableError
 	require.ErrorAs(t, err, &gue, "the 503 spent the one attempt and opened the breaker")
@@ -210,6 +226,22 @@ func probeHeld(t *testing.T, env map[string]string) (*pgw.GatewayClient, *waitWa
 		<-ww.starts
 	}
 	return gw, ww, h
+}
+
+// probeEnv is the env of probeHeld's scope, with env's keys added.
+func probeEnv(env map[string]string) map[string]string {
+	base := map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a",
+		"GEN__FAILURE_THRESHOLD": "1",
+		"GEN__COOLDOWN_S":        "0.001",
+		"GEN__MAX_ATTEMPTS":      "1",
+		"GEN__POLL_INTERVAL_S":   "0.005",
+	}
+	for k, v := range env {
+		base[k] = v
+	}
+	return base
 }
 
 // Under CIRCUIT_OPEN=fail_fast a call meeting a HalfOpen breaker whose probe
@@ -458,11 +490,28 @@ func TestAuditACooldownEndingInTimeOutweighsAQuotaRefillPastTheDeadline(t *testi
 	assert.Equal(t, "a", served, "a's probe after its cooldown")
 }
 
-// A bad key under CIRCUIT_OPEN=wait: each probe is answered 401 and reopens
+// A bad key: under fail_fast (the default) one 401 opens the breaker and the
+// call ends at once with *CircuitOpenError, the 401 reachable. Under
+// CIRCUIT_OPEN=wait each probe is answered 401 and reopens
 // the breaker, and MAX_ATTEMPTS ends the call with *GatewayUnavailableError
 // wrapping the 401; with a stall window the grown cooldown would outlast,
 // the call ends at once with *CircuitOpenError, the 401 reachable.
-func TestAuditABadKeyUnderWaitEndsByTheAttemptBudgetOrTheStallWindow(t *testing.T) {
+func TestAuditABadKeyFailsFastOrWaitsUntilTheAttemptBudgetOrTheStallWindowEndsIt(t *testing.T) {
+	t.Run("fail_fast", func(t *testing.T) {
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES":   "GEN",
+			"GEN__SOURCES": "a",
+		})
+		_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(http.StatusUnauthorized))
+		var coe *pgw.CircuitOpenError
+		require.ErrorAs(t, err, &coe, "the default is fail_fast: at once")
+		assert.Greater(t, coe.RetryAfter, 50*time.Second, "the default 60 s cooldown")
+		assert.LessOrEqual(t, coe.RetryAfter, time.Minute)
+		var he *pgw.HTTPError
+		require.ErrorAs(t, err, &he, "the 401 is reachable")
+		assert.Equal(t, http.StatusUnauthorized, he.StatusCode)
+		assert.Equal(t, []string{"a:fatal"}, rec.Outcomes(), "one 401 opens the breaker")
+	})
 	t.Run("MAX_ATTEMPTS", func(t *testing.T) {
 		gw, rec := newGateway(t, map[string]string{
 			"PGW_SCOPES":        "GEN",
@@ -790,4 +839,33 @@ func TestAuditAWaitingCallNapsOncePerCertainWait(t *testing.T) {
 		assert.LessOrEqual(t, ws.RetryAfter, 100*time.Millisecond)
 		assert.LessOrEqual(t, we.Naps, 2)
 	})
+}
+
+// A certain wait that ends before the caller's deadline is waited out even
+// when the nap's jitter alone would carry it past the deadline: the nap is
+// shortened to fit, and the probe runs in time. The poll interval of 5 s
+// makes every unshortened nap end seconds after the 0.6 s deadline.
+func TestAuditANapIsShortenedToFitTheDeadlineWhenOnlyItsJitterWouldPassIt(t *testing.T) {
+	ww := newWaitWatch()
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "a",
+		"GEN__CIRCUIT_OPEN":      "wait",
+		"GEN__FAILURE_THRESHOLD": "1",
+		"GEN__COOLDOWN_S":        "0.3",
+		"GEN__POLL_INTERVAL_S":   "5",
+	}, ww.option())
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	var n atomic.Int32
+	_, err := pgw.Call(ctx, gw, "GEN", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		if n.Add(1) == 1 {
+			return answerWith(http.StatusServiceUnavailable)(ctx, src)
+		}
+		return "ok", pgw.Usage{}, nil
+	})
+	require.NoError(t, err, "served by the probe before the deadline")
+	ws := ww.nextStart(t)
+	assert.Less(t, ws.Nap, 600*time.Millisecond, "the nap fits the deadline")
+	assert.GreaterOrEqual(t, ws.Nap, ws.RetryAfter, "and still reaches the cooldown's end")
 }
