@@ -869,3 +869,63 @@ func TestAuditANapIsShortenedToFitTheDeadlineWhenOnlyItsJitterWouldPassIt(t *tes
 	assert.Less(t, ws.Nap, 600*time.Millisecond, "the nap fits the deadline")
 	assert.GreaterOrEqual(t, ws.Nap, ws.RetryAfter, "and still reaches the cooldown's end")
 }
+
+// A 429 without Retry-After is neither an open circuit nor a certain wait:
+// under either QUOTA_FULL the call backs off and tries again, and the
+// breaker counts nothing.
+func TestAuditA429WithoutRetryAfterIsRetriedAfterABackoffUnderEitherQuotaFull(t *testing.T) {
+	for _, mode := range []string{"fail_fast", "wait"} {
+		t.Run(mode, func(t *testing.T) {
+			ww := newWaitWatch()
+			gw, _ := newGateway(t, map[string]string{
+				"PGW_SCOPES":             "GEN",
+				"GEN__SOURCES":           "a",
+				"GEN__FAILURE_THRESHOLD": "1",
+				"GEN__QUOTA_FULL":        mode,
+			}, ww.option())
+			var n atomic.Int32
+			v, err := pgw.Call(context.Background(), gw, "GEN", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+				if n.Add(1) == 1 {
+					return answerWith(http.StatusTooManyRequests)(ctx, src)
+				}
+				return "ok", pgw.Usage{}, nil
+			})
+			require.NoError(t, err)
+			assert.Equal(t, "ok", v)
+			assert.Equal(t, []string{"a:throttle", "a:success"}, ww.Outcomes())
+			ww.noWait(t)
+			select {
+			case c := <-ww.changes:
+				t.Fatalf("a 429 moved the breaker: %+v", c)
+			default:
+			}
+		})
+	}
+}
+
+// 400, 404, 413 and 422 are the caller's errors: returned at once, no
+// retry and no fail-over, nothing counted against the source.
+func TestAuditEveryCallerErrorStatusIsReturnedAtOnce(t *testing.T) {
+	for _, status := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			ww := newWaitWatch()
+			gw, _ := newGateway(t, map[string]string{
+				"PGW_SCOPES":             "GEN",
+				"GEN__SOURCES":           "a,b",
+				"GEN__B__PRIORITY":       "1",
+				"GEN__FAILURE_THRESHOLD": "1",
+			}, ww.option())
+			_, err := pgw.Call(context.Background(), gw, "GEN", answerWith(status))
+			var he *pgw.HTTPError
+			require.ErrorAs(t, err, &he)
+			assert.Equal(t, status, he.StatusCode)
+			var gue *pgw.GatewayUnavailableError
+			assert.False(t, errors.As(err, &gue), "not a spent budget")
+			assert.Equal(t, []string{"a:caller_error"}, ww.Outcomes())
+			snap, err := gw.Snapshot(context.Background(), "GEN", "a")
+			require.NoError(t, err)
+			assert.Equal(t, pgw.StateClosed, snap.State)
+			assert.Zero(t, snap.ConsecutiveFailures)
+		})
+	}
+}
