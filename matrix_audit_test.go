@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -600,8 +601,8 @@ func TestAuditOneOpenSourceOfSeveralIsSkippedWithoutWaiting(t *testing.T) {
 }
 
 // A call cancelled while it waits for an in-flight slot (QUOTA_FULL left
-// at its default, wait) returns ctx.Err() and holds nothing: the next call
-// is admitted as soon as the slot frees.
+// at its default, wait) returns ctx.Err(), leaves no goroutine behind and
+// holds nothing: the next call is admitted as soon as the slot frees.
 func TestAuditACallCancelledDuringAQuotaWaitHoldsNothing(t *testing.T) {
 	ww := newWaitWatch()
 	gw, _ := newGateway(t, map[string]string{
@@ -611,6 +612,7 @@ func TestAuditACallCancelledDuringAQuotaWaitHoldsNothing(t *testing.T) {
 		"GEN__POLL_INTERVAL_S":  "0.005",
 	}, ww.option())
 	h := hold(t, gw, "GEN")
+	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -627,6 +629,10 @@ func TestAuditACallCancelledDuringAQuotaWaitHoldsNothing(t *testing.T) {
 	}
 	we := <-ww.ends
 	assert.ErrorIs(t, we.Err, context.Canceled)
+	// Eventually runs its condition on a goroutine of its own: one more
+	// than before.
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 },
+		10*time.Second, 5*time.Millisecond, "goroutines left behind by the cancelled call")
 	h.finish(t)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
