@@ -935,3 +935,30 @@ func TestAuditEveryCallerErrorStatusIsReturnedAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// WEIGHT shares the first picks within a priority tier, and a later tier
+// is not used while its betters can run. 800 calls with weights 3 and 1:
+// the heavier source's share is 0.75 with a standard deviation of 0.015,
+// so the bounds below are more than six deviations away; ignored weights
+// would give 0.5.
+func TestAuditWeightsShareTheFirstPicksWithinATier(t *testing.T) {
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":       "GEN",
+		"GEN__SOURCES":     "a,b,c",
+		"GEN__A__WEIGHT":   "3",
+		"GEN__C__PRIORITY": "1",
+		"GEN__C__WEIGHT":   "1000",
+	})
+	const calls = 800
+	picks := map[string]int{}
+	for range calls {
+		v, err := pgw.Call(context.Background(), gw, "GEN", func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
+			return src.Name, pgw.Usage{}, nil
+		})
+		require.NoError(t, err)
+		picks[v]++
+	}
+	assert.Zero(t, picks["c"], "the later tier is not used while its betters can run")
+	share := float64(picks["a"]) / calls
+	assert.InDelta(t, 0.75, share, 0.1, "a's share of first picks: %v", picks)
+}
