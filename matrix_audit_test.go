@@ -395,10 +395,12 @@ func TestAuditMixedRejectionsAreGovernedByQuotaFullUnderEitherCircuitOpen(t *tes
 		})
 		t.Run("CIRCUIT_OPEN="+co+"/QUOTA_FULL=wait", func(t *testing.T) {
 			gw, ww, h := mixedRound(t, co, "wait")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
 			done := make(chan error, 1)
 			var served string
 			go func() {
-				_, err := pgw.Call(context.Background(), gw, "GEN", func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
+				_, err := pgw.Call(ctx, gw, "GEN", func(_ context.Context, src pgw.Source) (string, pgw.Usage, error) {
 					served = src.Name
 					return "ok", pgw.Usage{}, nil
 				})
