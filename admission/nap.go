@@ -18,8 +18,9 @@ import (
 // later than one poll after its stall budget runs out, so its worst wall time
 // is the stall window plus one poll interval — the stalled check is strict
 // (>), so waking exactly at the budget would not yet be stalled. With no hint
-// the nap is the plain jittered poll, ≥ poll/2; the lower clamp bound only keeps an exhausted (≤ 0) remaining budget
-// from turning the nap into a busy spin.
+// the nap is the plain jittered poll, in [poll/2, poll). The bound never
+// falls below poll, so that an exhausted (≤ 0) remaining budget does not
+// turn the nap into a busy spin.
 //
 // remainingStall is how long the call may still wait before it is stalled:
 // its own budget, or longer while its scope's other calls deliver (see

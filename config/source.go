@@ -33,7 +33,8 @@ type Source struct {
 	Weight int
 	// Priority orders sources into tiers: a lower value is tried first, and a
 	// tier is used only when every source of the tiers before it is
-	// rejected. Default 0; negative values are allowed.
+	// rejected or has already failed the call. Default 0; negative values
+	// are allowed.
 	Priority int
 	// BatchSize is the most inputs one embedding request may carry; larger
 	// inputs are split. 0 means no split.
