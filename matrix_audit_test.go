@@ -653,7 +653,7 @@ func TestAuditBackoffSpendsTheStallBudgetUnlessTheScopeDelivers(t *testing.T) {
 		"GEN__SOURCES":           "a",
 		"GEN__FAILURE_THRESHOLD": "100000",
 		"GEN__MAX_ATTEMPTS":      "100000",
-		"GEN__STALL_WINDOW_S":    "0.5",
+		"GEN__STALL_WINDOW_S":    "1.5",
 	}
 	backoff := pgw.WithBackoff(pgw.Backoff{Base: 100 * time.Millisecond, Max: 100 * time.Millisecond})
 	check := func(t *testing.T, err error) {
@@ -676,10 +676,12 @@ func TestAuditBackoffSpendsTheStallBudgetUnlessTheScopeDelivers(t *testing.T) {
 	})
 	t.Run("another call delivers", func(t *testing.T) {
 		gw, _ := newGateway(t, env, backoff)
-		// 40 backoffs of up to 100 ms each (full jitter, 2 s on average)
-		// are stall time far past the 0.5 s window: the call reaches them
+		// 60 backoffs of up to 100 ms each (full jitter, 3 s on average)
+		// are stall time far past the 1.5 s window: the call reaches them
 		// only if the other calls' successes keep it from being stalled.
-		const enough = 40
+		// (A window this wide leaves a loaded machine room: only a gap of
+		// 1.5 s between the deliveries every 10 ms could stall the call.)
+		const enough = 60
 		var attempts atomic.Int32
 		reached := make(chan struct{})
 		failing := func(context.Context, pgw.Source) (string, pgw.Usage, error) {
