@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -54,6 +55,19 @@ type wirePart struct {
 	Type     string              `json:"type"`
 	Text     string              `json:"text,omitempty"`
 	ImageURL *transport.ImageURL `json:"image_url,omitempty"`
+}
+
+// MarshalJSON writes a text part with its "text" key even when the text is
+// empty: the API requires the key in every text part.
+func (p wirePart) MarshalJSON() ([]byte, error) {
+	if p.Type == transport.PartText {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{p.Type, p.Text})
+	}
+	type plain wirePart
+	return json.Marshal(plain(p))
 }
 
 type wireToolCall struct {
@@ -177,7 +191,6 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	}
 	body := chatRequest{
 		Model:             model,
-		Messages:          wireMessages(req.Messages),
 		Stream:            true,
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
@@ -187,8 +200,10 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	}
 	host := baseHost(src.BaseURL)
 	if isMistral(host) {
+		body.Messages = wireMessages(req.Messages, mistralToolCallIDs(req.Messages))
 		body.RandomSeed = req.Seed
 	} else {
+		body.Messages = wireMessages(req.Messages, sameID)
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 		body.Seed = req.Seed
 	}
@@ -251,8 +266,9 @@ func isOpenAI(host string) bool {
 // isMistral reports whether host is Mistral's own API (api.mistral.ai,
 // codestral.mistral.ai), which answers an unknown body key with a 422 —
 // stream_options, seed (it names the seed random_seed), user, and name on
-// any message but a tool result among them — and reports usage in the last
-// chunk of every stream without being asked.
+// any message but a tool result among them — takes only tool-call IDs of
+// nine letters and digits (mistralToolCallIDs), and reports usage in the
+// last chunk of every stream without being asked.
 func isMistral(host string) bool {
 	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")
 }
@@ -286,11 +302,87 @@ func namedChoice(name string) wireNamedChoice {
 	return c
 }
 
-// wireMessages maps messages to OpenAI's form; Validate has checked them.
-func wireMessages(msgs []transport.Message) []wireMessage {
+// sameID sends a tool-call ID as it is.
+func sameID(id string) string { return id }
+
+// mistralToolCallIDs maps the tool-call IDs of msgs to IDs Mistral's own
+// API takes: it answers any other than nine ASCII letters and digits with a
+// 400, and other providers write IDs such as "call_abc123" or
+// "toolu_01A…". An ID only pairs a call with its result within the
+// request, so an ID Mistral does not take is sent as nine letters and
+// digits derived from it — the same for the call and its result, and
+// distinct from every other ID of the request. IDs Mistral takes (its own)
+// are sent as they are.
+func mistralToolCallIDs(msgs []transport.Message) func(string) string {
+	var seen []string
+	used := map[string]bool{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			seen = append(seen, tc.ID)
+		}
+		if m.ToolCallID != "" {
+			seen = append(seen, m.ToolCallID)
+		}
+	}
+	for _, id := range seen {
+		if mistralToolCallID(id) {
+			used[id] = true
+		}
+	}
+	mapped := map[string]string{}
+	for _, id := range seen {
+		if mistralToolCallID(id) || mapped[id] != "" {
+			continue
+		}
+		out := ""
+		for n := 0; out == "" || used[out]; n++ {
+			out = base62ID(fmt.Sprintf("%s\x00%d", id, n))
+		}
+		used[out] = true
+		mapped[id] = out
+	}
+	return func(id string) string {
+		if out, ok := mapped[id]; ok {
+			return out
+		}
+		return id
+	}
+}
+
+// mistralToolCallID reports an ID Mistral's own API takes: nine ASCII
+// letters and digits.
+func mistralToolCallID(id string) bool {
+	if len(id) != 9 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// base62ID is nine letters and digits drawn from the SHA-256 of s.
+func base62ID(s string) string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	sum := sha256.Sum256([]byte(s))
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = digits[int(sum[i])%len(digits)]
+	}
+	return string(out)
+}
+
+// wireMessages maps messages to OpenAI's form, each tool-call ID through
+// id; Validate has checked them.
+func wireMessages(msgs []transport.Message, id func(string) string) []wireMessage {
 	out := make([]wireMessage, 0, len(msgs))
 	for _, m := range msgs {
-		w := wireMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		w := wireMessage{Role: m.Role, Name: m.Name}
+		if m.ToolCallID != "" {
+			w.ToolCallID = id(m.ToolCallID)
+		}
 		switch {
 		case len(m.Parts) > 0:
 			parts := make([]wirePart, len(m.Parts))
@@ -305,7 +397,7 @@ func wireMessages(msgs []transport.Message) []wireMessage {
 		}
 		for _, tc := range m.ToolCalls {
 			w.ToolCalls = append(w.ToolCalls, wireToolCall{
-				ID: tc.ID, Type: transport.ToolTypeFunction,
+				ID: id(tc.ID), Type: transport.ToolTypeFunction,
 				Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
 			})
 		}
