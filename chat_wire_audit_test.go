@@ -240,3 +240,41 @@ func TestAuditEmptyTextPartIsSentWithItsTextKey(t *testing.T) {
 		{"type":"text","text":""},
 		{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg","detail":"low"}}]}]`, string(b))
 }
+
+// Mistral's own API refuses a user message right after a tool result with
+// a 400 ("Unexpected role 'user' after role 'tool'"): a scope with a
+// source there refuses such a conversation before any attempt, naming the
+// message and the source, as for every request a fail-over target cannot
+// carry; with the assistant's answer to the results in between, the
+// conversation is sent.
+func TestAuditAUserMessageRightAfterAToolResultIsRefusedForMistral(t *testing.T) {
+	oa := newWireServer(t, sseReply(oaEvents("stop", `{"content":"Rain tomorrow."}`)))
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":              "CHAT",
+		"CHAT__SOURCES":           "oa,mistral",
+		"CHAT__OA__BASE_URL":      oa.URL,
+		"CHAT__MISTRAL__BASE_URL": "http://api.mistral.ai/v1",
+		"CHAT__MISTRAL__PRIORITY": "1",
+	}, pgw.WithHTTPClient(&http.Client{Transport: toHost{"api.mistral.ai", "127.0.0.1:1"}}))
+	call := []pgw.ToolCall{{ID: "Ab3dE6gH9", Type: "function", Function: pgw.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}
+	msgs := []pgw.Message{
+		{Role: pgw.RoleUser, Content: "Weather in Paris?"},
+		{Role: pgw.RoleAssistant, ToolCalls: call},
+		{Role: pgw.RoleTool, ToolCallID: "Ab3dE6gH9", Content: `{"temp_c":18}`},
+		{Role: pgw.RoleUser, Content: "And tomorrow?"},
+	}
+	_, err := gw.Chat(context.Background(), pgw.ChatRequest{Messages: msgs, Tools: []pgw.Tool{weatherTool}})
+	var re *pgw.RequestError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "Messages[3].Role", re.Field)
+	assert.Equal(t, "mistral", re.Source)
+	assert.Contains(t, re.Problem, "Messages[2]")
+	assert.Zero(t, oa.requests(), "not even the primary, which could carry it, is asked")
+
+	answered := append(append([]pgw.Message{}, msgs[:3]...),
+		pgw.Message{Role: pgw.RoleAssistant, Content: "18 °C."}, msgs[3])
+	resp, err := gw.Chat(context.Background(), pgw.ChatRequest{Messages: answered, Tools: []pgw.Tool{weatherTool}})
+	require.NoError(t, err)
+	assert.Equal(t, "Rain tomorrow.", resp.Content)
+	assert.Equal(t, 1, oa.requests())
+}

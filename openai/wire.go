@@ -114,7 +114,8 @@ type wireJSONSchema struct {
 
 // ValidateChat reports a request that this transport cannot send to src: an
 // Extra key that the transport writes itself, or, to Mistral's own API, a
-// field it refuses (User; Name on a message other than a tool result).
+// field it refuses (User; Name on a message other than a tool result; a
+// user message right after a tool result).
 // Every other modelled field is OpenAI's own.
 func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
 	return unsendable(src, req)
@@ -144,7 +145,9 @@ func unsendable(src transport.Source, req transport.ChatRequest) error {
 // mistralProblem reports a field of req that Mistral's own API has no
 // place for and refuses with a 422 (it answers every key it does not know
 // so): the end user (User), and a participant's name on any message but a
-// tool result, which it names by its function.
+// tool result, which it names by its function; and a conversation order it
+// refuses with a 400: a user message right after a tool result, where it
+// wants the assistant's answer to the results first.
 func mistralProblem(src transport.Source, req transport.ChatRequest) error {
 	if req.User != "" {
 		return &transport.RequestError{
@@ -159,6 +162,14 @@ func mistralProblem(src transport.Source, req transport.ChatRequest) error {
 			return &transport.RequestError{
 				Field:    fmt.Sprintf("Messages[%d].Name", i),
 				Problem:  "Mistral's own API names only tool results, and refuses a participant's name with a 422; leave Name empty for scopes with a source on mistral.ai",
+				Source:   src.Name,
+				Provider: src.Provider,
+			}
+		}
+		if i > 0 && m.Role == transport.RoleUser && req.Messages[i-1].Role == transport.RoleTool {
+			return &transport.RequestError{
+				Field:    fmt.Sprintf("Messages[%d].Role", i),
+				Problem:  fmt.Sprintf("a user message right after the tool result Messages[%d], which Mistral's own API refuses with a 400 (legal there: the assistant's answer to the tool results before the next user message)", i-1),
 				Source:   src.Name,
 				Provider: src.Provider,
 			}
