@@ -278,3 +278,38 @@ func TestAuditAUserMessageRightAfterAToolResultIsRefusedForMistral(t *testing.T)
 	assert.Equal(t, "Rain tomorrow.", resp.Content)
 	assert.Equal(t, 1, oa.requests())
 }
+
+// Anthropic's current models answer a request that sets both temperature
+// and top_p with a 400, and its API reference says to alter only one: a
+// scope with an Anthropic source refuses the pair before any attempt,
+// naming TopP and the source, rather than finding out at the backup
+// half-way through a fail-over; either one alone is sent.
+func TestAuditTemperatureAndTopPTogetherAreRefusedForAnthropic(t *testing.T) {
+	oa := newWireServer(t, unavailable)
+	claude := newWireServer(t, sseReply(antEvents("end_turn", antText(0, "ok")...)))
+	gw := mixedScope(t, oa, claude)
+	temp, topP := 0.2, 0.9
+	req := hello()
+	req.Temperature, req.TopP = &temp, &topP
+	_, err := gw.Chat(context.Background(), req)
+	var re *pgw.RequestError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "TopP", re.Field)
+	assert.Equal(t, "claude", re.Source)
+	assert.Zero(t, oa.requests()+claude.requests(), "nothing is sent")
+
+	for _, one := range []pgw.ChatRequest{{Messages: req.Messages, Temperature: &temp}, {Messages: req.Messages, TopP: &topP}} {
+		resp, err := gw.Chat(context.Background(), one)
+		require.NoError(t, err)
+		assert.Equal(t, "claude", resp.Source)
+		var body map[string]any
+		claude.last(t, &body)
+		if one.Temperature != nil {
+			assert.Equal(t, temp, body["temperature"])
+			assert.NotContains(t, body, "top_p")
+		} else {
+			assert.Equal(t, topP, body["top_p"])
+			assert.NotContains(t, body, "temperature")
+		}
+	}
+}

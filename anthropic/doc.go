@@ -42,8 +42,9 @@
 //
 // A field the API cannot express — Seed, Strict on a tool or a schema, an
 // image Detail other than auto, a data: image of a media type other than
-// image/jpeg, image/png, image/gif and image/webp, a message Name, a Temperature above 1, a
-// response format together with Tools, an Extra key the transport writes —
+// image/jpeg, image/png, image/gif and image/webp, a message Name, a
+// Temperature above 1, a TopP together with a Temperature, a response
+// format together with Tools, an Extra key the transport writes —
 // and a request the API rejects — a message without content (save an empty
 // final assistant one), an empty text part, only system messages, tool-call
 // arguments that are not a JSON object (malformed JSON, an array, a string,

@@ -123,6 +123,9 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 	if t := req.Temperature; t != nil && *t > 1 {
 		return nil, "", unsupported(src, "Temperature", fmt.Sprintf("%v (legal on Anthropic: 0 to 1)", *t))
 	}
+	if req.Temperature != nil && req.TopP != nil {
+		return nil, "", unsupported(src, "TopP", "set together with Temperature (legal on Anthropic: one of the two; its current models answer both with a 400, and its API reference says to alter only one)")
+	}
 	r := messagesRequest{
 		Model:         req.Model,
 		MaxTokens:     req.MaxTokens,

@@ -190,7 +190,8 @@ type ChatRequest struct {
 	// Temperature is the sampling temperature, in [0, 2] (Anthropic
 	// sources accept [0, 1]).
 	Temperature *float64
-	// TopP is nucleus sampling's probability mass, in [0, 1].
+	// TopP is nucleus sampling's probability mass, in [0, 1]. Anthropic
+	// sources take Temperature or TopP, not both.
 	TopP *float64
 	// Stop lists sequences at which the answer ends.
 	Stop []string
