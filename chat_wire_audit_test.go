@@ -313,3 +313,40 @@ func TestAuditTemperatureAndTopPTogetherAreRefusedForAnthropic(t *testing.T) {
 		}
 	}
 }
+
+// An OpenAI-compatible model may write whitespace before its tool calls
+// ("\n\n", then tool_calls). The Messages API answers a text block of
+// whitespace alone with a 400 ("text content blocks must contain
+// non-whitespace text"), so when such a turn fails over to Anthropic, its
+// tool calls go without that block, which says nothing; the primary got
+// the message as written.
+func TestAuditWhitespaceBeforeToolCallsIsNotSentToAnthropicAsATextBlock(t *testing.T) {
+	oa := newWireServer(t, unavailable)
+	claude := newWireServer(t, sseReply(antEvents("end_turn", antText(0, "18 °C in Paris.")...)))
+	gw := mixedScope(t, oa, claude)
+	resp, err := gw.Chat(context.Background(), pgw.ChatRequest{
+		Messages: []pgw.Message{
+			{Role: pgw.RoleUser, Content: "Weather in Paris?"},
+			{Role: pgw.RoleAssistant, Content: "\n\n", ToolCalls: []pgw.ToolCall{{ID: "call_1", Type: "function",
+				Function: pgw.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}},
+			{Role: pgw.RoleTool, ToolCallID: "call_1", Content: `{"temp_c":18}`},
+		},
+		Tools: []pgw.Tool{weatherTool},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "claude", resp.Source)
+
+	var oaBody, claudeBody struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	oa.last(t, &oaBody)
+	claude.last(t, &claudeBody)
+	require.Len(t, oaBody.Messages, 3)
+	assert.JSONEq(t, `"\n\n"`, string(oaBody.Messages[1].Content))
+	require.Len(t, claudeBody.Messages, 3)
+	assert.Equal(t, "assistant", claudeBody.Messages[1].Role)
+	assert.JSONEq(t, `[{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}}]`, string(claudeBody.Messages[1].Content))
+}

@@ -28,7 +28,10 @@
 //     requires; a tool-call ID with characters other than letters, digits,
 //     '_' and '-' (as other providers write them: "functions.f:0") is sent
 //     with each replaced by '_', the same in the call and its result, made
-//     unique within the request;
+//     unique within the request; whitespace-only text beside tool calls,
+//     images or tool results and no other text (the "\n\n" a model may
+//     write before its tool calls) is not sent, since the API refuses a
+//     text block of whitespace alone;
 //   - Tools become tools with "input_schema"; ToolChoice auto, none,
 //     required and a named function become auto, none, any and tool;
 //     ParallelToolCalls=false becomes disable_parallel_tool_use;

@@ -285,6 +285,9 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 	if len(out) == 0 {
 		return "", nil, unsupported(src, "Messages", "only system or developer messages (legal on Anthropic: at least one user or assistant message)")
 	}
+	for k := range out {
+		out[k].Content = withoutBlankText(out[k].Content)
+	}
 	for k, w := range out {
 		at := fmt.Sprintf("Messages[%d]", first[k])
 		field := at + ".Content"
@@ -433,6 +436,37 @@ func validToolUseID(id string) bool {
 		}
 	}
 	return true
+}
+
+// withoutBlankText drops the whitespace-only text blocks of a turn that
+// has no other text but has other blocks — the "\n" an OpenAI-compatible
+// model may write before its tool calls, say. The Messages API answers
+// such a block with a 400 ("text content blocks must contain
+// non-whitespace text"), and without it the turn says the same. A turn of
+// whitespace alone is left as it is (mapMessages refuses it), and so is
+// whitespace beside other text, which the API takes.
+func withoutBlankText(blocks []wireBlock) []wireBlock {
+	blank, other := 0, false
+	for _, b := range blocks {
+		switch {
+		case b.Type != "text":
+			other = true
+		case strings.TrimSpace(b.Text) == "":
+			blank++
+		default:
+			return blocks // some text: whitespace beside it is taken
+		}
+	}
+	if blank == 0 || !other {
+		return blocks
+	}
+	kept := make([]wireBlock, 0, len(blocks)-blank)
+	for _, b := range blocks {
+		if b.Type != "text" {
+			kept = append(kept, b)
+		}
+	}
+	return kept
 }
 
 // whitespaceOnly reports a turn whose blocks are all text with nothing but
