@@ -350,3 +350,36 @@ func TestAuditWhitespaceBeforeToolCallsIsNotSentToAnthropicAsATextBlock(t *testi
 	assert.Equal(t, "assistant", claudeBody.Messages[1].Role)
 	assert.JSONEq(t, `[{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}}]`, string(claudeBody.Messages[1].Content))
 }
+
+// OpenAI answers a tool_choice sent without tools with a 400 ("'tool_choice'
+// is only allowed when 'tools' are specified"). A ToolChoice of auto or none
+// on a request without Tools — a final turn that takes the tools away, a
+// choice set once for every call — is what either provider does without
+// the key, so the key is not sent, on either wire.
+func TestAuditToolChoiceAutoOrNoneWithoutToolsIsNotSent(t *testing.T) {
+	for _, choice := range []string{pgw.ToolChoiceAuto, pgw.ToolChoiceNone} {
+		t.Run(choice, func(t *testing.T) {
+			oa := newWireServer(t, unavailable)
+			claude := newWireServer(t, sseReply(antEvents("end_turn", antText(0, "18 °C.")...)))
+			gw := mixedScope(t, oa, claude)
+			req := hello()
+			req.ToolChoice = choice
+			resp, err := gw.Chat(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, "claude", resp.Source)
+			var oaBody, claudeBody map[string]any
+			oa.last(t, &oaBody)
+			claude.last(t, &claudeBody)
+			assert.NotContains(t, oaBody, "tool_choice")
+			assert.NotContains(t, claudeBody, "tool_choice")
+
+			req.Tools = []pgw.Tool{weatherTool}
+			_, err = gw.Chat(context.Background(), req)
+			require.NoError(t, err)
+			oa.last(t, &oaBody)
+			claude.last(t, &claudeBody)
+			assert.Equal(t, choice, oaBody["tool_choice"], "with tools, the choice is sent")
+			assert.Equal(t, map[string]any{"type": choice}, claudeBody["tool_choice"])
+		})
+	}
+}

@@ -161,6 +161,9 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 	}
 	switch tc := req.ToolChoice.(type) {
 	case string:
+		if len(req.Tools) == 0 {
+			break // auto or none without tools: what is meant without the key
+		}
 		switch tc {
 		case transport.ToolChoiceAuto:
 			r.ToolChoice = &wireToolChoice{Type: "auto"}

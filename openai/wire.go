@@ -233,7 +233,9 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	}
 	switch tc := req.ToolChoice.(type) {
 	case string:
-		body.ToolChoice = tc
+		if len(req.Tools) > 0 { // auto or none without tools: the default, and a 400 if sent
+			body.ToolChoice = tc
+		}
 	case transport.ToolChoiceFunction:
 		body.ToolChoice = namedChoice(tc.Name)
 	case *transport.ToolChoiceFunction:

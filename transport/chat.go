@@ -202,7 +202,10 @@ type ChatRequest struct {
 	Tools []Tool
 	// ToolChoice is nil (the provider's default), one of ToolChoiceAuto,
 	// ToolChoiceNone, ToolChoiceRequired (a string), or a
-	// ToolChoiceFunction naming the function to call.
+	// ToolChoiceFunction naming the function to call. Without Tools, auto
+	// and none are what the provider does anyway and are not sent (OpenAI
+	// answers a tool_choice without tools with a 400); required and a
+	// ToolChoiceFunction are errors.
 	ToolChoice any
 	// ParallelToolCalls, when set, allows (true) or forbids (false) more
 	// than one tool call per answer.
