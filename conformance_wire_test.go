@@ -193,6 +193,8 @@ func TestChatRequestFieldsReachTheWire(t *testing.T) {
 			r := req
 			if provider != "anthropic" {
 				r.Seed = &seed // the Messages API has no seed
+			} else {
+				r.TopP = nil // Anthropic takes Temperature or TopP, not both
 			}
 			_, err := gw.Chat(context.Background(), r)
 			require.NoError(t, err)
@@ -201,7 +203,9 @@ func TestChatRequestFieldsReachTheWire(t *testing.T) {
 			b := got[0].Body
 			assert.Equal(t, "m", b["model"])
 			assert.Equal(t, "flex", b["service_tier"], "Extra is merged")
-			assert.Equal(t, 0.5, b["top_p"])
+			if provider != "anthropic" {
+				assert.Equal(t, 0.5, b["top_p"])
+			}
 			assert.Equal(t, 0.3, b["temperature"])
 			assert.Equal(t, true, b["stream"])
 			assert.EqualValues(t, 99, b["max_tokens"])

@@ -118,7 +118,6 @@ func toolRequest() transport.ChatRequest {
 		},
 		MaxTokens:   256,
 		Temperature: ptr(0.2),
-		TopP:        ptr(0.9),
 		Stop:        []string{"END"},
 		Tools: []transport.Tool{transport.FunctionTool("get_weather", "Current weather of a city", map[string]any{
 			"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}},
@@ -242,6 +241,7 @@ func TestFieldsTheMessagesAPICannotExpressAreErrorsNamingFieldAndSource(t *testi
 	}{
 		{"seed", transport.ChatRequest{Messages: user, Seed: ptr(1)}, "Seed"},
 		{"temperature above 1", transport.ChatRequest{Messages: user, Temperature: ptr(1.5)}, "Temperature"},
+		{"temperature and top_p", transport.ChatRequest{Messages: user, Temperature: ptr(0.2), TopP: ptr(0.9)}, "TopP"},
 		{"strict tool", transport.ChatRequest{Messages: user, Tools: []transport.Tool{{Function: transport.FunctionDefinition{Name: "f", Strict: true}}}}, "Tools[0].Function.Strict"},
 		{"image detail", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Parts: []transport.ContentPart{transport.ImagePart("https://x/y.png", "high")}}}}, "Messages[0].Parts[0].ImageURL.Detail"},
 		{"message name", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi", Name: "bob"}}}, "Messages[0].Name"},

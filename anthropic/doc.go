@@ -28,7 +28,10 @@
 //     requires; a tool-call ID with characters other than letters, digits,
 //     '_' and '-' (as other providers write them: "functions.f:0") is sent
 //     with each replaced by '_', the same in the call and its result, made
-//     unique within the request;
+//     unique within the request; whitespace-only text beside tool calls,
+//     images or tool results and no other text (the "\n\n" a model may
+//     write before its tool calls) is not sent, since the API refuses a
+//     text block of whitespace alone;
 //   - Tools become tools with "input_schema"; ToolChoice auto, none,
 //     required and a named function become auto, none, any and tool;
 //     ParallelToolCalls=false becomes disable_parallel_tool_use;
@@ -42,8 +45,9 @@
 //
 // A field the API cannot express — Seed, Strict on a tool or a schema, an
 // image Detail other than auto, a data: image of a media type other than
-// image/jpeg, image/png, image/gif and image/webp, a message Name, a Temperature above 1, a
-// response format together with Tools, an Extra key the transport writes —
+// image/jpeg, image/png, image/gif and image/webp, a message Name, a
+// Temperature above 1, a TopP together with a Temperature, a response
+// format together with Tools, an Extra key the transport writes —
 // and a request the API rejects — a message without content (save an empty
 // final assistant one), an empty text part, only system messages, tool-call
 // arguments that are not a JSON object (malformed JSON, an array, a string,

@@ -123,6 +123,9 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 	if t := req.Temperature; t != nil && *t > 1 {
 		return nil, "", unsupported(src, "Temperature", fmt.Sprintf("%v (legal on Anthropic: 0 to 1)", *t))
 	}
+	if req.Temperature != nil && req.TopP != nil {
+		return nil, "", unsupported(src, "TopP", "set together with Temperature (legal on Anthropic: one of the two; its current models answer both with a 400, and its API reference says to alter only one)")
+	}
 	r := messagesRequest{
 		Model:         req.Model,
 		MaxTokens:     req.MaxTokens,
@@ -158,6 +161,9 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 	}
 	switch tc := req.ToolChoice.(type) {
 	case string:
+		if len(req.Tools) == 0 {
+			break // auto or none without tools: what is meant without the key
+		}
 		switch tc {
 		case transport.ToolChoiceAuto:
 			r.ToolChoice = &wireToolChoice{Type: "auto"}
@@ -281,6 +287,9 @@ func mapMessages(src transport.Source, msgs []transport.Message) (string, []wire
 	}
 	if len(out) == 0 {
 		return "", nil, unsupported(src, "Messages", "only system or developer messages (legal on Anthropic: at least one user or assistant message)")
+	}
+	for k := range out {
+		out[k].Content = withoutBlankText(out[k].Content)
 	}
 	for k, w := range out {
 		at := fmt.Sprintf("Messages[%d]", first[k])
@@ -430,6 +439,37 @@ func validToolUseID(id string) bool {
 		}
 	}
 	return true
+}
+
+// withoutBlankText drops the whitespace-only text blocks of a turn that
+// has no other text but has other blocks — the "\n" an OpenAI-compatible
+// model may write before its tool calls, say. The Messages API answers
+// such a block with a 400 ("text content blocks must contain
+// non-whitespace text"), and without it the turn says the same. A turn of
+// whitespace alone is left as it is (mapMessages refuses it), and so is
+// whitespace beside other text, which the API takes.
+func withoutBlankText(blocks []wireBlock) []wireBlock {
+	blank, other := 0, false
+	for _, b := range blocks {
+		switch {
+		case b.Type != "text":
+			other = true
+		case strings.TrimSpace(b.Text) == "":
+			blank++
+		default:
+			return blocks // some text: whitespace beside it is taken
+		}
+	}
+	if blank == 0 || !other {
+		return blocks
+	}
+	kept := make([]wireBlock, 0, len(blocks)-blank)
+	for _, b := range blocks {
+		if b.Type != "text" {
+			kept = append(kept, b)
+		}
+	}
+	return kept
 }
 
 // whitespaceOnly reports a turn whose blocks are all text with nothing but

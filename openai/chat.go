@@ -72,7 +72,8 @@ type wireCompletion struct {
 // {BaseURL}/chat/completions with "stream": true and
 // "stream_options": {"include_usage": true} (not to Mistral's own API, a
 // host under mistral.ai, which refuses the key with a 422 and reports usage
-// unasked, and takes req.Seed as random_seed). It returns once the upstream
+// unasked, takes req.Seed as random_seed, and gets other providers'
+// tool-call IDs as the nine letters and digits it takes). It returns once the upstream
 // has answered with its headers; chunks are then read by Recv as they
 // arrive. req.Model, when empty, is src.Model. The stream lives within ctx:
 // cancelling ctx ends it, and Recv then returns ctx.Err(). The caller must

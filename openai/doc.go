@@ -17,9 +17,12 @@
 // with include_usage (except of Mistral's own API, a host under mistral.ai,
 // which refuses stream_options with a 422 and sends usage in the last chunk
 // unasked; it gets the seed as random_seed, its own name, where a seed key
-// would be refused too, and a request with User, or with Name on a message
-// other than a tool result, is a *transport.RequestError for it, as it
-// refuses both) and turns each chunk's content, refusal and tool_calls pieces
+// would be refused too, and a request with User, with Name on a message
+// other than a tool result, or with a user message right after a tool
+// result, is a *transport.RequestError for it, as it refuses all three;
+// tool-call IDs it would refuse, other providers' call_… and toolu_…, go to
+// it as nine letters and digits derived from each, paired as written) and
+// turns each chunk's content, refusal and tool_calls pieces
 // into ChatChunks; usage carries cached prompt and reasoning tokens when
 // reported. Content, streamed or not, is a string or an array of parts, as
 // some compatible servers send it (Mistral's reasoning models): the text

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -56,6 +57,19 @@ type wirePart struct {
 	ImageURL *transport.ImageURL `json:"image_url,omitempty"`
 }
 
+// MarshalJSON writes a text part with its "text" key even when the text is
+// empty: the API requires the key in every text part.
+func (p wirePart) MarshalJSON() ([]byte, error) {
+	if p.Type == transport.PartText {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{p.Type, p.Text})
+	}
+	type plain wirePart
+	return json.Marshal(plain(p))
+}
+
 type wireToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
@@ -100,7 +114,8 @@ type wireJSONSchema struct {
 
 // ValidateChat reports a request that this transport cannot send to src: an
 // Extra key that the transport writes itself, or, to Mistral's own API, a
-// field it refuses (User; Name on a message other than a tool result).
+// field it refuses (User; Name on a message other than a tool result; a
+// user message right after a tool result).
 // Every other modelled field is OpenAI's own.
 func (c *Client) ValidateChat(src transport.Source, req transport.ChatRequest) error {
 	return unsendable(src, req)
@@ -130,7 +145,9 @@ func unsendable(src transport.Source, req transport.ChatRequest) error {
 // mistralProblem reports a field of req that Mistral's own API has no
 // place for and refuses with a 422 (it answers every key it does not know
 // so): the end user (User), and a participant's name on any message but a
-// tool result, which it names by its function.
+// tool result, which it names by its function; and a conversation order it
+// refuses with a 400: a user message right after a tool result, where it
+// wants the assistant's answer to the results first.
 func mistralProblem(src transport.Source, req transport.ChatRequest) error {
 	if req.User != "" {
 		return &transport.RequestError{
@@ -145,6 +162,14 @@ func mistralProblem(src transport.Source, req transport.ChatRequest) error {
 			return &transport.RequestError{
 				Field:    fmt.Sprintf("Messages[%d].Name", i),
 				Problem:  "Mistral's own API names only tool results, and refuses a participant's name with a 422; leave Name empty for scopes with a source on mistral.ai",
+				Source:   src.Name,
+				Provider: src.Provider,
+			}
+		}
+		if i > 0 && m.Role == transport.RoleUser && req.Messages[i-1].Role == transport.RoleTool {
+			return &transport.RequestError{
+				Field:    fmt.Sprintf("Messages[%d].Role", i),
+				Problem:  fmt.Sprintf("a user message right after the tool result Messages[%d], which Mistral's own API refuses with a 400 (legal there: the assistant's answer to the tool results before the next user message)", i-1),
 				Source:   src.Name,
 				Provider: src.Provider,
 			}
@@ -177,7 +202,6 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	}
 	body := chatRequest{
 		Model:             model,
-		Messages:          wireMessages(req.Messages),
 		Stream:            true,
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
@@ -187,8 +211,10 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	}
 	host := baseHost(src.BaseURL)
 	if isMistral(host) {
+		body.Messages = wireMessages(req.Messages, mistralToolCallIDs(req.Messages))
 		body.RandomSeed = req.Seed
 	} else {
+		body.Messages = wireMessages(req.Messages, sameID)
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 		body.Seed = req.Seed
 	}
@@ -207,7 +233,9 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	}
 	switch tc := req.ToolChoice.(type) {
 	case string:
-		body.ToolChoice = tc
+		if len(req.Tools) > 0 { // auto or none without tools: the default, and a 400 if sent
+			body.ToolChoice = tc
+		}
 	case transport.ToolChoiceFunction:
 		body.ToolChoice = namedChoice(tc.Name)
 	case *transport.ToolChoiceFunction:
@@ -251,8 +279,9 @@ func isOpenAI(host string) bool {
 // isMistral reports whether host is Mistral's own API (api.mistral.ai,
 // codestral.mistral.ai), which answers an unknown body key with a 422 —
 // stream_options, seed (it names the seed random_seed), user, and name on
-// any message but a tool result among them — and reports usage in the last
-// chunk of every stream without being asked.
+// any message but a tool result among them — takes only tool-call IDs of
+// nine letters and digits (mistralToolCallIDs), and reports usage in the
+// last chunk of every stream without being asked.
 func isMistral(host string) bool {
 	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")
 }
@@ -286,11 +315,87 @@ func namedChoice(name string) wireNamedChoice {
 	return c
 }
 
-// wireMessages maps messages to OpenAI's form; Validate has checked them.
-func wireMessages(msgs []transport.Message) []wireMessage {
+// sameID sends a tool-call ID as it is.
+func sameID(id string) string { return id }
+
+// mistralToolCallIDs maps the tool-call IDs of msgs to IDs Mistral's own
+// API takes: it answers any other than nine ASCII letters and digits with a
+// 400, and other providers write IDs such as "call_abc123" or
+// "toolu_01A…". An ID only pairs a call with its result within the
+// request, so an ID Mistral does not take is sent as nine letters and
+// digits derived from it — the same for the call and its result, and
+// distinct from every other ID of the request. IDs Mistral takes (its own)
+// are sent as they are.
+func mistralToolCallIDs(msgs []transport.Message) func(string) string {
+	var seen []string
+	used := map[string]bool{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			seen = append(seen, tc.ID)
+		}
+		if m.ToolCallID != "" {
+			seen = append(seen, m.ToolCallID)
+		}
+	}
+	for _, id := range seen {
+		if mistralToolCallID(id) {
+			used[id] = true
+		}
+	}
+	mapped := map[string]string{}
+	for _, id := range seen {
+		if mistralToolCallID(id) || mapped[id] != "" {
+			continue
+		}
+		out := ""
+		for n := 0; out == "" || used[out]; n++ {
+			out = base62ID(fmt.Sprintf("%s\x00%d", id, n))
+		}
+		used[out] = true
+		mapped[id] = out
+	}
+	return func(id string) string {
+		if out, ok := mapped[id]; ok {
+			return out
+		}
+		return id
+	}
+}
+
+// mistralToolCallID reports an ID Mistral's own API takes: nine ASCII
+// letters and digits.
+func mistralToolCallID(id string) bool {
+	if len(id) != 9 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// base62ID is nine letters and digits drawn from the SHA-256 of s.
+func base62ID(s string) string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	sum := sha256.Sum256([]byte(s))
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = digits[int(sum[i])%len(digits)]
+	}
+	return string(out)
+}
+
+// wireMessages maps messages to OpenAI's form, each tool-call ID through
+// id; Validate has checked them.
+func wireMessages(msgs []transport.Message, id func(string) string) []wireMessage {
 	out := make([]wireMessage, 0, len(msgs))
 	for _, m := range msgs {
-		w := wireMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		w := wireMessage{Role: m.Role, Name: m.Name}
+		if m.ToolCallID != "" {
+			w.ToolCallID = id(m.ToolCallID)
+		}
 		switch {
 		case len(m.Parts) > 0:
 			parts := make([]wirePart, len(m.Parts))
@@ -305,7 +410,7 @@ func wireMessages(msgs []transport.Message) []wireMessage {
 		}
 		for _, tc := range m.ToolCalls {
 			w.ToolCalls = append(w.ToolCalls, wireToolCall{
-				ID: tc.ID, Type: transport.ToolTypeFunction,
+				ID: id(tc.ID), Type: transport.ToolTypeFunction,
 				Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
 			})
 		}

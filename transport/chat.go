@@ -190,7 +190,8 @@ type ChatRequest struct {
 	// Temperature is the sampling temperature, in [0, 2] (Anthropic
 	// sources accept [0, 1]).
 	Temperature *float64
-	// TopP is nucleus sampling's probability mass, in [0, 1].
+	// TopP is nucleus sampling's probability mass, in [0, 1]. Anthropic
+	// sources take Temperature or TopP, not both.
 	TopP *float64
 	// Stop lists sequences at which the answer ends.
 	Stop []string
@@ -201,7 +202,10 @@ type ChatRequest struct {
 	Tools []Tool
 	// ToolChoice is nil (the provider's default), one of ToolChoiceAuto,
 	// ToolChoiceNone, ToolChoiceRequired (a string), or a
-	// ToolChoiceFunction naming the function to call.
+	// ToolChoiceFunction naming the function to call. Without Tools, auto
+	// and none are what the provider does anyway and are not sent (OpenAI
+	// answers a tool_choice without tools with a 400); required and a
+	// ToolChoiceFunction are errors.
 	ToolChoice any
 	// ParallelToolCalls, when set, allows (true) or forbids (false) more
 	// than one tool call per answer.
