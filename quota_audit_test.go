@@ -216,9 +216,12 @@ func TestMaxInFlightRefusesTheNextWithNoCertainWaitAndFreesOnReturn(t *testing.T
 	})
 	ctx := context.Background()
 	entered, release := make(chan struct{}), make(chan struct{})
-	held := func(context.Context, pgw.Source) (int, pgw.Usage, error) {
+	held := func(ctx context.Context, _ pgw.Source) (int, pgw.Usage, error) {
 		entered <- struct{}{}
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done(): // Close, should the test fail first
+		}
 		return 1, pgw.Usage{}, nil
 	}
 	done := make(chan error, 2)

@@ -118,9 +118,12 @@ func TestRedisInFlightSlotsAreTheFleets(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := pgw.Call(ctx, gw1, "GEN", func(context.Context, pgw.Source) (int, pgw.Usage, error) {
+		_, err := pgw.Call(ctx, gw1, "GEN", func(ctx context.Context, _ pgw.Source) (int, pgw.Usage, error) {
 			close(entered)
-			<-release
+			select {
+			case <-release:
+			case <-ctx.Done(): // Close, should the test fail first
+			}
 			return 1, pgw.Usage{}, nil
 		})
 		done <- err
