@@ -329,3 +329,66 @@ func TestAnEstimateLargerThanTheWholeTPMIsNeverWaitedFor(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "big", resp.Source, "the source whose TPM can take it serves it")
 }
+
+// rejections is an observer keeping the rejections it is told of.
+type rejections struct {
+	mu  sync.Mutex
+	got []pgw.Rejection
+}
+
+func (r *rejections) ObserveAttempt(pgw.AttemptRecord)   {}
+func (r *rejections) ObserveStateChange(pgw.StateChange) {}
+func (r *rejections) ObserveRejection(e pgw.Rejection) {
+	r.mu.Lock()
+	r.got = append(r.got, e)
+	r.mu.Unlock()
+}
+func (r *rejections) all() []pgw.Rejection {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pgw.Rejection(nil), r.got...)
+}
+
+// An observer of rejections is told which quota limit refused a source —
+// "rpm", "tpm" or "in_flight" — with the same RetryAfter the caller gets.
+func TestObservedQuotaRejectionsNameTheLimitThatRefused(t *testing.T) {
+	for _, c := range []struct {
+		key, limit string
+		fn         func(context.Context, pgw.Source) (int, pgw.Usage, error)
+	}{
+		{"RPM", "rpm", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil }},
+		{"TPM", "tpm", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{TotalTokens: 2}, nil }},
+	} {
+		t.Run(c.limit, func(t *testing.T) {
+			obs := &rejections{}
+			gw, _ := newGateway(t, map[string]string{
+				"PGW_SCOPES": "GEN", "GEN__SOURCES": "solo", "GEN__SOLO__" + c.key: "1", "GEN__QUOTA_FULL": "fail_fast",
+			}, pgw.WithObserver(obs))
+			_, err := pgw.Call(context.Background(), gw, "GEN", c.fn)
+			require.NoError(t, err)
+			_, err = pgw.Call(context.Background(), gw, "GEN", c.fn)
+			ra := refusedByQuota(t, err, "the minute's one is used")
+			require.Len(t, obs.all(), 1)
+			e := obs.all()[0]
+			assert.Equal(t, "solo", e.Source)
+			assert.Equal(t, "rate_limited", e.Reason)
+			assert.Equal(t, c.limit, e.Limit)
+			assert.Equal(t, ra, e.RetryAfter, "the caller's RetryAfter")
+		})
+	}
+	t.Run("in_flight", func(t *testing.T) {
+		obs := &rejections{}
+		gw, _ := newGateway(t, map[string]string{
+			"PGW_SCOPES": "GEN", "GEN__SOURCES": "solo", "GEN__SOLO__MAX_IN_FLIGHT": "1", "GEN__QUOTA_FULL": "fail_fast",
+		}, pgw.WithObserver(obs))
+		_, err := pgw.Call(context.Background(), gw, "GEN", func(ctx context.Context, _ pgw.Source) (int, pgw.Usage, error) {
+			_, err := pgw.Call(ctx, gw, "GEN", func(context.Context, pgw.Source) (int, pgw.Usage, error) { return 1, pgw.Usage{}, nil })
+			assert.Equal(t, time.Duration(0), refusedByQuota(t, err, "the outer call holds the one slot"))
+			return 1, pgw.Usage{}, nil
+		})
+		require.NoError(t, err)
+		require.Len(t, obs.all(), 1)
+		assert.Equal(t, "in_flight", obs.all()[0].Limit)
+		assert.Equal(t, time.Duration(0), obs.all()[0].RetryAfter)
+	})
+}
