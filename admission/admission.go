@@ -313,10 +313,11 @@ func memoReason(held bool) Reason {
 // written (a wait bounded by ctx) — except while the breaker reports an
 // outage of its store (Degrader): its local fallback answers then, and no
 // call waits for the store. A source whose quota refuses its in-flight
-// slots while this admission's own outcome that frees one waits in the
-// writer is asked again once that outcome is written (a wait bounded by
-// ctx, once per source and round), so that a caller calling again as soon
-// as its call returned is not refused its own finished call's slot.
+// slots or its tokens while this admission's own outcome that frees a slot
+// or refunds tokens waits in the writer is asked again once that outcome is
+// written (a wait bounded by ctx, once per source and round), so that a
+// caller calling again as soon as its call returned is not refused its own
+// finished call's slot or tokens.
 func (a *SourceAdmission) Pick(ctx context.Context, attemptFails map[string]int, estTokens int64) (*Ticket, Rejections, error) {
 	return a.pick(ctx, a.w.obs, attemptFails, estTokens, nil, nil, nil)
 }
@@ -651,7 +652,7 @@ func (a *SourceAdmission) probeWritten(t *Ticket) {
 	p.mu.Unlock()
 }
 
-// slotWait tracks the in-flight slots one source's tickets give back: those
+// slotWait tracks the in-flight slots and token refunds one source's tickets give back: those
 // whose outcomes wait in the writer, and a count of all given back so far.
 type slotWait struct {
 	n    atomic.Int32  // outcomes queued in the writer and not yet written; read without mu
@@ -688,17 +689,19 @@ func (a *SourceAdmission) slotEpoch(i int) uint64 { return a.slots[i].done.Load(
 
 // awaitSlot is called when source i's quota refused an admission (limit:
 // the limit that refused it; epoch: slotEpoch before it was asked): when
-// that is its in-flight slots, and this admission's own outcomes that free
-// one are still in the writer, it makes a lingering round write them and
-// waits until the next of them is written (bounded by ctx), and reports
-// true: the source is worth asking again — as it is when one was given back
-// since the quota was asked. A caller that calls again as soon as its call
-// returned would otherwise be refused its own finished call's slot.
+// that is its in-flight slots or its TPM, and this admission's own outcomes
+// that free a slot or refund tokens are still in the writer, it makes a
+// lingering round write them and waits until the next of them is written
+// (bounded by ctx), and reports true: the source is worth asking again — as
+// it is when one was given back since the quota was asked. A caller that
+// calls again as soon as its call returned would otherwise be refused its
+// own finished call's slot, or the tokens its settlement refunds (and be
+// told to wait for the refill of an estimate already given back).
 // *waited makes it once per source per round. During an outage of the
 // breaker's store (storeOut) it does not wait, as Pick waits for no probe
 // outcome then: the writer tries the store for up to its write timeout.
 func (a *SourceAdmission) awaitSlot(ctx context.Context, i int, limit string, epoch uint64, waited *bool) bool {
-	if limit != gate.LimitInFlight || *waited || a.storeOut() {
+	if (limit != gate.LimitInFlight && limit != gate.LimitTPM) || *waited || a.storeOut() {
 		return false
 	}
 	s := &a.slots[i]

@@ -29,7 +29,7 @@ type Ticket struct {
 	paced     bool
 	ordered   bool   // its outcome, in the writer, holds Pick back (probeWait)
 	seq       uint64 // its number among the source's such outcomes (probeWait)
-	slotted   bool   // its outcome, in the writer, frees an in-flight slot (slotWait)
+	slotted   bool   // its outcome, in the writer, frees an in-flight slot or refunds tokens (slotWait)
 	done      atomic.Bool
 	sib       *Siblings // the split call's parts, told when it is given back; nil: none
 }
@@ -76,9 +76,10 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 		t.ordered = true
 		a.probeQueued(t)
 	}
-	if t.leased() {
-		// Its slot comes back once it is written: an admission refused
-		// the source's slots meanwhile waits for that (Pick).
+	if t.leased() || t.refunds(r) {
+		// Its slot, or the tokens it gives back, come back once it is
+		// written: an admission refused the source's slots or tokens
+		// meanwhile waits for that (Pick).
 		t.slotted = true
 		a.slotQueued(t)
 	}
@@ -95,6 +96,13 @@ func (t *Ticket) Done(ctx context.Context, r Result) error {
 // of the source may be waiting for.
 func (t *Ticket) leased() bool {
 	return t.hasPermit && (t.permit.ID != "" || t.permit.Lease != 0)
+}
+
+// refunds reports whether r gives back part of the ticket's token
+// reservation (it used fewer tokens than the estimate): its settlement is
+// what this process's next call of the source may be refused tokens for.
+func (t *Ticket) refunds(r Result) bool {
+	return t.hasPermit && r.Tokens >= 0 && r.Tokens < t.permit.Tokens
 }
 
 // giveBackNow records the outcome with the breaker and gives the permit
@@ -140,8 +148,8 @@ func (t *Ticket) giveBackGates(ctx context.Context, r Result, written bool) (gat
 	}
 	if written {
 		a.slotWritten(t)
-	} else if t.leased() {
-		a.slots[t.idx].done.Add(1) // the slot is back: a round it refused may ask again
+	} else if t.leased() || t.refunds(r) {
+		a.slots[t.idx].done.Add(1) // the slot or tokens are back: a round they refused may ask again
 	}
 	if err != nil {
 		errRecord = fmt.Errorf("record %s: %w", o, err)
