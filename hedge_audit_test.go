@@ -1,0 +1,569 @@
+package pgw_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/testutil"
+)
+
+// The hedging rules as a user sees them: through New with the documented
+// keys, the public calls, Snapshot, Latency and the observer. The first
+// chunk (or answer) of each fake upstream is released through channels;
+// the hedge delays are real but short, and every assertion is about order
+// and counts, never about how long something took.
+
+// hedgeWatcher is a recorder that also keeps the hedge events, and hands
+// each skipped_budget event to skipped (when set) as it happens.
+type hedgeWatcher struct {
+	*recorder
+	mu      sync.Mutex
+	hedges  []string
+	skipped chan struct{}
+}
+
+func newHedgeWatcher() *hedgeWatcher { return &hedgeWatcher{recorder: newRecorder()} }
+
+func (w *hedgeWatcher) ObserveHedge(e pgw.Hedge) {
+	w.mu.Lock()
+	w.hedges = append(w.hedges, e.Event+":"+e.Source+"<"+e.Primary)
+	w.mu.Unlock()
+	if e.Event == pgw.HedgeSkippedBudget && w.skipped != nil {
+		w.skipped <- struct{}{}
+	}
+}
+
+// Hedges lists "event:source<primary" per hedge event, in order.
+func (w *hedgeWatcher) Hedges() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.hedges...)
+}
+
+func (w *hedgeWatcher) count(event string) int {
+	n := 0
+	for _, h := range w.Hedges() {
+		if strings.HasPrefix(h, event+":") {
+			n++
+		}
+	}
+	return n
+}
+
+// hedgeBackends runs f on the memory backend and on a Redis server.
+func hedgeBackends(t *testing.T, f func(t *testing.T, env map[string]string)) {
+	t.Run("memory", func(t *testing.T) { f(t, map[string]string{}) })
+	t.Run("redis", func(t *testing.T) {
+		srv := testutil.StartRedis(t)
+		f(t, map[string]string{
+			"PGW_BREAKER_BACKEND": "redis",
+			"PGW_REDIS_URL":       "redis://" + srv.Addr + "/0",
+			"PGW_REDIS_PREFIX":    fmt.Sprintf("pgw-hedge-audit-%d", time.Now().UnixNano()),
+		})
+	})
+}
+
+func mergeEnv(base map[string]string, more map[string]string) map[string]string {
+	env := map[string]string{}
+	for k, v := range base {
+		env[k] = v
+	}
+	for k, v := range more {
+		env[k] = v
+	}
+	return env
+}
+
+// openGateway builds a gateway the test closes itself (or at cleanup).
+func openGateway(t *testing.T, env map[string]string, obs pgw.Observer, opts ...pgw.Option) *pgw.GatewayClient {
+	t.Helper()
+	s, err := config.FromMap(env)
+	require.NoError(t, err)
+	opts = append([]pgw.Option{pgw.WithLogger(testLogger(t)), pgw.WithObserver(obs), fastBackoff}, opts...)
+	gw, err := pgw.New(context.Background(), *s, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gw.Close() })
+	return gw
+}
+
+// settledSnapshot reads source's breaker record once every outcome the
+// gateway gave back has reached its gates: on memory at once (the gates
+// are called on the attempts' goroutines), on Redis by closing gw — Close
+// waits for hedge losers and flushes the outcome writer — and reading the
+// record through a second gateway on the same Redis.
+func settledSnapshot(t *testing.T, gw *pgw.GatewayClient, env map[string]string, scope, source string) pgw.Snapshot {
+	t.Helper()
+	if env["PGW_BREAKER_BACKEND"] == "redis" {
+		require.NoError(t, gw.Close())
+		require.Zero(t, gw.OutcomeWriterStats().Dropped)
+		gw = openGateway(t, env, newRecorder())
+	}
+	snap, err := gw.Snapshot(context.Background(), scope, source)
+	require.NoError(t, err)
+	return snap
+}
+
+// sourceMode is what a fake source does with its next attempts.
+type sourceMode int32
+
+const (
+	modeAnswer sourceMode = iota // answers at once
+	modeFail                     // fails at once with an upstream 500
+	modeHang                     // answers nothing until its ctx ends
+)
+
+// scripted is a pgw.Call function whose source "slow" does what its mode
+// says, and whose other sources answer at once.
+type scripted struct {
+	mode  atomic.Int32
+	slow  atomic.Int32 // attempts that reached slow
+	hangs chan struct{}
+}
+
+func newScripted() *scripted { return &scripted{hangs: make(chan struct{}, 16)} }
+
+func (s *scripted) set(m sourceMode) { s.mode.Store(int32(m)) }
+
+func (s *scripted) fn(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+	if src.Name != "slow" {
+		return "answer from " + src.Name, pgw.Usage{}, nil
+	}
+	s.slow.Add(1)
+	switch sourceMode(s.mode.Load()) {
+	case modeFail:
+		return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: 500, Message: "upstream down"}
+	case modeHang:
+		s.hangs <- struct{}{}
+		<-ctx.Done()
+		return "", pgw.Usage{}, ctx.Err()
+	}
+	return "answer from slow", pgw.Usage{}, nil
+}
+
+// hedgedPair is a scope of two sources, slow tried first, that hedges
+// after 10 ms.
+func hedgedPair(more map[string]string) map[string]string {
+	return mergeEnv(map[string]string{
+		"PGW_SCOPES":             "RERANK",
+		"RERANK__SOURCES":        "slow,fast",
+		"RERANK__HEDGE_AFTER_S":  "0.01",
+		"RERANK__SLOW__PRIORITY": "0",
+		"RERANK__FAST__PRIORITY": "1",
+	}, more)
+}
+
+// A lost race is neither a failure nor a success of its source: the
+// source's run of consecutive failures is where it was before the race. A
+// failure, a lost race and a failure again make a run of two — not one (the
+// lost race read as a success), not three (as a failure, which at a
+// threshold of 3 would open the breaker).
+func TestHedgeLostRaceLeavesItsSourcesFailureRunAlone(t *testing.T) {
+	hedgeBackends(t, func(t *testing.T, backend map[string]string) {
+		env := hedgedPair(mergeEnv(backend, map[string]string{
+			"RERANK__FAILURE_THRESHOLD":   "3",
+			"RERANK__SLOW__MAX_IN_FLIGHT": "1",
+		}))
+		w := newHedgeWatcher()
+		gw := openGateway(t, env, w)
+		s := newScripted()
+		ctx := context.Background()
+
+		s.set(modeFail)
+		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		require.Equal(t, "answer from fast", v, "slow failed, fast answered")
+
+		s.set(modeHang)
+		v, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		require.Equal(t, "answer from fast", v, "the hedge on fast won")
+		assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
+
+		// slow's only in-flight slot comes back with its give-back, after
+		// its breaker heard the outcome: once slow takes an attempt again,
+		// the lost race was recorded.
+		s.set(modeFail)
+		before := s.slow.Load()
+		require.Eventually(t, func() bool {
+			_, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+			require.NoError(t, err)
+			return s.slow.Load() > before
+		}, 10*time.Second, 5*time.Millisecond, "slow never took an attempt again")
+
+		snap := settledSnapshot(t, gw, env, "RERANK", "slow")
+		assert.Equal(t, pgw.StateClosed, snap.State)
+		assert.Equal(t, 2, snap.ConsecutiveFailures, "failure, lost race, failure")
+		assert.Contains(t, w.Outcomes(), "slow:hedge_lost")
+	})
+}
+
+// A probe that loses its race frees its lease at once and leaves its
+// source half-open: the very next call probes the source again (one probe
+// at a time, and the lease's TTL is minutes), and that probe's success
+// closes the breaker.
+func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
+	hedgeBackends(t, func(t *testing.T, backend map[string]string) {
+		env := hedgedPair(mergeEnv(backend, map[string]string{
+			"RERANK__FAILURE_THRESHOLD": "1",
+			"RERANK__COOLDOWN_S":        "0.05",
+		}))
+		w := newHedgeWatcher()
+		gw := openGateway(t, env, w)
+		s := newScripted()
+		ctx := context.Background()
+		snapshot := func() pgw.Snapshot {
+			snap, err := gw.Snapshot(ctx, "RERANK", "slow")
+			require.NoError(t, err)
+			return snap
+		}
+
+		s.set(modeFail)
+		_, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			snap := snapshot()
+			return snap.State == pgw.StateOpen && snap.RetryAfter == 0
+		}, 10*time.Second, 5*time.Millisecond, "slow opened and its cooldown passed")
+
+		s.set(modeHang)
+		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		require.Equal(t, "answer from fast", v)
+		require.Len(t, s.hangs, 1, "slow's probe ran, and lost to the hedge")
+		<-s.hangs
+		require.Eventually(t, func() bool { return snapshot().ProbesInFlight == 0 }, 10*time.Second, 5*time.Millisecond,
+			"the lost probe's lease is freed")
+		assert.Equal(t, pgw.StateHalfOpen, snapshot().State, "a lost probe is neither a success nor a failure")
+
+		s.set(modeAnswer)
+		v, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		assert.Equal(t, "answer from slow", v, "the next call probes slow again")
+		require.Eventually(t, func() bool { return snapshot().State == pgw.StateClosed }, 10*time.Second, 5*time.Millisecond)
+		assert.Contains(t, w.Outcomes(), "slow:hedge_lost")
+		assert.NotContains(t, w.Transitions(), "slow:half_open>open")
+	})
+}
+
+// ctxItems gives no item until its ctx ends.
+type ctxItems struct{ ctx context.Context }
+
+func (s ctxItems) Recv() (string, error) { <-s.ctx.Done(); return "", s.ctx.Err() }
+func (s ctxItems) Close() error          { return nil }
+
+// A loser's token reservation is refunded to what its upstream reported
+// using — nothing, when the race cut it short. slow's TPM holds one 700-token
+// reservation and not two: a reservation the loser kept would keep slow out
+// of the next call for half a minute.
+func TestHedgeLoserRefundsItsTokenReservation(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, map[string]string{
+		"PGW_SCOPES":          "GEN",
+		"GEN__SOURCES":        "slow,fast",
+		"GEN__HEDGE_AFTER_S":  "0.01",
+		"GEN__SLOW__PRIORITY": "0",
+		"GEN__FAST__PRIORITY": "1",
+		"GEN__SLOW__TPM":      "1000",
+		"GEN__QUOTA_FULL":     "fail_fast",
+	}, w)
+	var hang atomic.Bool
+	hang.Store(true)
+	open := func(ctx context.Context, src pgw.Source) (pgw.Streamer[string], error) {
+		if src.Name == "slow" && hang.Load() {
+			return ctxItems{ctx}, nil
+		}
+		return pgw.FromIterator[string](&sliceIter{items: []string{src.Name + "-1", src.Name + "-2"}}), nil
+	}
+	est := pgw.EstimateTokens[string](700)
+
+	st, err := pgw.CallStream(context.Background(), gw, "GEN", open, est)
+	require.NoError(t, err)
+	require.Equal(t, "fast", st.Source())
+	got, err := collect(t, st)
+	require.NoError(t, err)
+	require.Equal(t, []string{"fast-1", "fast-2"}, got)
+	require.NoError(t, st.Close())
+	assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
+
+	hang.Store(false)
+	// The loser gives back on its own goroutine; until it has, the call
+	// goes to fast. Once it has, slow takes the call.
+	require.Eventually(t, func() bool {
+		st, err := pgw.CallStream(context.Background(), gw, "GEN", open, est)
+		require.NoError(t, err)
+		_, err = collect(t, st)
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		return st.Source() == "slow"
+	}, 10*time.Second, 5*time.Millisecond, "slow never had room for a second reservation: the loser kept its tokens")
+	assert.Contains(t, w.Outcomes(), "slow:hedge_lost")
+}
+
+// deafChat is a chat transport whose source "slow" holds its first chunk
+// until release is closed, deaf to its ctx, and records the Close of its
+// stream; other sources answer at once.
+type deafChat struct {
+	release chan struct{}
+	opened  chan string
+	mu      sync.Mutex
+	closed  map[string]int
+}
+
+func (d *deafChat) ChatStream(ctx context.Context, src pgw.Source, _ pgw.ChatRequest) (pgw.ChatStream, error) {
+	d.opened <- src.Name
+	chunks := []string{"from " + src.Name + " 1", "from " + src.Name + " 2"}
+	return &deafStream{d: d, name: src.Name, chunks: chunks}, nil
+}
+
+func (d *deafChat) closes(source string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed[source]
+}
+
+type deafStream struct {
+	d      *deafChat
+	name   string
+	chunks []string
+}
+
+func (s *deafStream) Recv() (pgw.ChatChunk, error) {
+	if s.name == "slow" {
+		<-s.d.release
+	}
+	if len(s.chunks) == 0 {
+		return pgw.ChatChunk{}, io.EOF
+	}
+	c := s.chunks[0]
+	s.chunks = s.chunks[1:]
+	return pgw.ChatChunk{Delta: c}, nil
+}
+
+func (s *deafStream) Close() error {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	s.d.closed[s.name]++
+	return nil
+}
+
+// A ChatStream whose first source holds its first chunk is hedged: the
+// caller's stream is the hedge's, the call ends once, and the loser — whose
+// transport ignores its ctx and produces its chunk only after the race —
+// is closed unread and gives back its in-flight slot, its attempt reported
+// hedge_lost. No goroutine is left behind.
+func TestChatStreamHedgeLoserIsClosedUnreadAndGivenBack(t *testing.T) {
+	settle := runtime.NumGoroutine()
+	w := newHedgeWatcher()
+	tr := &deafChat{release: make(chan struct{}), opened: make(chan string, 8), closed: map[string]int{}}
+	gw := openGateway(t, map[string]string{
+		"PGW_SCOPES":                "CHAT",
+		"CHAT__SOURCES":             "slow,fast",
+		"CHAT__HEDGE_AFTER_S":       "0.01",
+		"CHAT__SLOW__PRIORITY":      "0",
+		"CHAT__FAST__PRIORITY":      "1",
+		"CHAT__SLOW__MAX_IN_FLIGHT": "1",
+	}, w, pgw.WithChatTransport(tr))
+	var once sync.Once
+	s, err := gw.ChatStream(context.Background(), hello())
+	require.NoError(t, err)
+	require.Equal(t, "fast", s.Source())
+	assert.Equal(t, "slow", <-tr.opened)
+	assert.Equal(t, "fast", <-tr.opened)
+	var text strings.Builder
+	for {
+		c, err := s.Recv()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		text.WriteString(c.Delta)
+		once.Do(func() { close(tr.release) }) // the loser's chunk comes while the winner is read
+	}
+	require.NoError(t, s.Close())
+	assert.Equal(t, "from fast 1from fast 2", text.String(), "nothing of the loser reaches the caller")
+
+	require.Eventually(t, func() bool { return tr.closes("slow") == 1 }, 10*time.Second, time.Millisecond,
+		"the loser's stream is closed")
+	require.Eventually(t, func() bool { return inFlight(t, gw, "CHAT") == 0 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, 1, tr.closes("fast"), "the caller's Close closes the winner's stream, once")
+	assert.ElementsMatch(t, []string{"slow:hedge_lost", "fast:success"}, w.Outcomes())
+	assert.Equal(t, []string{"success"}, w.Results(), "the call ends once")
+	assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
+
+	// slow's only slot is back: it answers the next call.
+	resp, err := gw.Chat(context.Background(), hello())
+	require.NoError(t, err)
+	assert.Equal(t, "slow", resp.Source)
+	assert.Equal(t, "from slow 1from slow 2", resp.Content)
+
+	require.NoError(t, gw.Close())
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= settle+2 }, 10*time.Second, 5*time.Millisecond,
+		"goroutines: %d before, %d after", settle, runtime.NumGoroutine())
+}
+
+// HEDGE_BUDGET bounds the hedges: the bucket starts with 10, every call
+// adds the share, every hedge takes one, and a call due a hedge when the
+// bucket holds less than one goes on without it (skipped_budget). Every
+// call here is due one: its first source answers nothing until the call
+// hedged — or, when the budget said no, until the skip was reported.
+func TestHedgeBudgetBoundsTheHedgesOfAScope(t *testing.T) {
+	const calls, share = 26, 0.5
+	w := newHedgeWatcher()
+	w.skipped = make(chan struct{}, calls)
+	gw := openGateway(t, hedgedPair(map[string]string{"RERANK__HEDGE_BUDGET": fmt.Sprint(share)}), w)
+	fn := func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		if src.Name == "fast" {
+			return "fast", pgw.Usage{}, nil
+		}
+		select {
+		case <-ctx.Done(): // cut by the hedge that won
+			return "", pgw.Usage{}, ctx.Err()
+		case <-w.skipped: // no hedge: answer
+			return "slow", pgw.Usage{}, nil
+		}
+	}
+	var want []string
+	tokens := 10.0
+	for i := range calls {
+		tokens = min(tokens+share, 10)
+		wantHedge := tokens >= 1
+		if wantHedge {
+			tokens--
+		}
+		v, err := pgw.Call(context.Background(), gw, "RERANK", fn)
+		require.NoError(t, err, "call %d", i+1)
+		if wantHedge {
+			want = append(want, "fast")
+		} else {
+			want = append(want, "slow")
+		}
+		require.Equal(t, want[i], v, "call %d", i+1)
+	}
+	// Calls 1-19 spend the bucket; then every other call may hedge.
+	assert.Equal(t, 22, w.count(pgw.HedgeFired))
+	assert.Equal(t, 22, w.count(pgw.HedgeWon))
+	assert.Equal(t, 4, w.count(pgw.HedgeSkippedBudget))
+	require.Eventually(t, func() bool { return inFlight(t, gw, "RERANK") == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// HEDGE_AFTER=pNN reads its delay from the source's own recent times once
+// it has 20 of them; until then HEDGE_AFTER_S stands in. With a fixed delay
+// of a minute, a call whose first source hangs is not hedged at 19 samples
+// (its caller gives up first); at 20 quick answers the 90th percentile is a
+// millisecond or so, and the same call is hedged and won by the other
+// source.
+func TestHedgeAdaptiveDelayTakesOverAtTwentySamples(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, hedgedPair(map[string]string{
+		"RERANK__HEDGE_AFTER_S": "60",
+		"RERANK__HEDGE_AFTER":   "p90",
+	}), w)
+	s := newScripted()
+	ctx := context.Background()
+	s.set(modeAnswer)
+	for range 19 {
+		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		require.Equal(t, "answer from slow", v)
+	}
+	require.Equal(t, uint64(19), observed(t, gw, "RERANK", "slow"))
+
+	s.set(modeHang)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := pgw.Call(short, gw, "RERANK", s.fn)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "at 19 samples the fixed minute stands in")
+	<-s.hangs
+	assert.Empty(t, w.Hedges())
+	require.Equal(t, uint64(19), observed(t, gw, "RERANK", "slow"), "a cancelled attempt is no sample")
+
+	s.set(modeAnswer)
+	_, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+	require.NoError(t, err)
+	require.Equal(t, uint64(20), observed(t, gw, "RERANK", "slow"))
+
+	s.set(modeHang)
+	bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := pgw.Call(bounded, gw, "RERANK", s.fn)
+	require.NoError(t, err, "at 20 samples the adaptive delay hedges long before the fixed minute")
+	assert.Equal(t, "answer from fast", v)
+	assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
+}
+
+// BALANCE=latency tries first, of two sources of one tier, the one whose
+// time to answer is lower. One of the two holds every answer half a
+// second: once it has answered once, every later call goes to the other —
+// by weight it would take about half of them.
+func TestLatencyBalancePrefersTheFasterSourceOfATier(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, map[string]string{
+		"PGW_SCOPES":      "RANK",
+		"RANK__SOURCES":   "a,b",
+		"RANK__BALANCE":   "latency",
+		"RANK__A__WEIGHT": "1",
+		"RANK__B__WEIGHT": "1",
+	}, w)
+	var onA atomic.Int32
+	fn := func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		if src.Name == "a" {
+			onA.Add(1)
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-ctx.Done():
+				return "", pgw.Usage{}, ctx.Err()
+			}
+		}
+		return src.Name, pgw.Usage{}, nil
+	}
+	const calls = 12
+	for range calls {
+		_, err := pgw.Call(context.Background(), gw, "RANK", fn)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int32(1), onA.Load(), "the slow source is tried once, to measure it")
+	st, err := gw.Latency("RANK")
+	require.NoError(t, err)
+	require.Len(t, st, 2)
+	assert.Equal(t, uint64(1), st[0].Observed)
+	assert.Equal(t, uint64(calls-1), st[1].Observed)
+	assert.Greater(t, st[0].EWMA, st[1].EWMA)
+}
+
+// Close ends a hedged call while both its attempts run: the call returns
+// ErrClosed, both attempts are reported closed (neither lost to the
+// other), the hedge canceled — not wasted — and every admission is back.
+func TestCloseEndsAHedgedRaceAsClosed(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, hedgedPair(nil), w)
+	running := make(chan string, 2)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pgw.Call(context.Background(), gw, "RERANK", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+			running <- src.Name
+			<-ctx.Done()
+			return "", pgw.Usage{}, ctx.Err()
+		})
+		done <- err
+	}()
+	assert.Equal(t, "slow", <-running)
+	assert.Equal(t, "fast", <-running)
+	require.NoError(t, gw.Close())
+	require.ErrorIs(t, <-done, pgw.ErrClosed)
+	assert.ElementsMatch(t, []string{"slow:closed", "fast:closed"}, w.Outcomes())
+	assert.Equal(t, []string{"fired:fast<slow", "canceled:fast<slow"}, w.Hedges())
+	assert.Equal(t, []string{"closed"}, w.Results())
+	assert.Zero(t, inFlight(t, gw, "RERANK"), "Close waited for every give-back")
+}
