@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -268,8 +269,12 @@ func (s ctxItems) Close() error          { return nil }
 // reservation and not two: a reservation the loser kept would keep slow out
 // of the next call for half a minute.
 func TestHedgeLoserRefundsItsTokenReservation(t *testing.T) {
+	hedgeBackends(t, testHedgeLoserRefundsItsTokenReservation)
+}
+
+func testHedgeLoserRefundsItsTokenReservation(t *testing.T, backend map[string]string) {
 	w := newHedgeWatcher()
-	gw := openGateway(t, map[string]string{
+	gw := openGateway(t, mergeEnv(backend, map[string]string{
 		"PGW_SCOPES":          "GEN",
 		"GEN__SOURCES":        "slow,fast",
 		"GEN__HEDGE_AFTER_S":  "0.01",
@@ -277,7 +282,7 @@ func TestHedgeLoserRefundsItsTokenReservation(t *testing.T) {
 		"GEN__FAST__PRIORITY": "1",
 		"GEN__SLOW__TPM":      "1000",
 		"GEN__QUOTA_FULL":     "fail_fast",
-	}, w)
+	}), w)
 	var hang atomic.Bool
 	hang.Store(true)
 	open := func(ctx context.Context, src pgw.Source) (pgw.Streamer[string], error) {
@@ -566,4 +571,153 @@ func TestCloseEndsAHedgedRaceAsClosed(t *testing.T) {
 	assert.Equal(t, []string{"fired:fast<slow", "canceled:fast<slow"}, w.Hedges())
 	assert.Equal(t, []string{"closed"}, w.Results())
 	assert.Zero(t, inFlight(t, gw, "RERANK"), "Close waited for every give-back")
+}
+
+// The budget holds under concurrency: thirty calls at once, each due a
+// hedge, with HEDGE_BUDGET=0.1, start at most the 10 the bucket holds plus
+// the 0.1 each call adds — 13 — and at least the 10; every other call is
+// told skipped_budget and goes on with its first attempt.
+func TestHedgeBudgetHoldsForConcurrentCalls(t *testing.T) {
+	const calls = 30
+	w := newHedgeWatcher()
+	gw := openGateway(t, hedgedPair(map[string]string{"RERANK__HEDGE_BUDGET": "0.1"}), w)
+	answer := make(chan struct{})
+	fn := func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+		if src.Name == "fast" {
+			return "fast", pgw.Usage{}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", pgw.Usage{}, ctx.Err()
+		case <-answer:
+			return "slow", pgw.Usage{}, nil
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := pgw.Call(context.Background(), gw, "RERANK", fn)
+			errs <- err
+		}()
+	}
+	// Every call decides its hedge (fired or skipped) while slow holds its
+	// answer; then slow answers the calls that could not hedge.
+	require.Eventually(t, func() bool {
+		return w.count(pgw.HedgeFired)+w.count(pgw.HedgeSkippedBudget) == calls
+	}, 20*time.Second, 5*time.Millisecond, "hedges: %v", w.Hedges())
+	close(answer)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	fired := w.count(pgw.HedgeFired)
+	assert.GreaterOrEqual(t, fired, 10, "the full bucket's 10")
+	assert.LessOrEqual(t, fired, 13, "at most 10 + 30 × 0.1")
+	assert.Equal(t, calls-fired, w.count(pgw.HedgeSkippedBudget))
+	assert.Equal(t, fired, w.count(pgw.HedgeWon), "each hedge that fired won: slow held its answer")
+	require.Eventually(t, func() bool { return inFlight(t, gw, "RERANK") == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// holdChat opens a stream on every source and holds its first chunk until
+// the stream's ctx ends.
+type holdChat struct{ opened chan string }
+
+func (h holdChat) ChatStream(ctx context.Context, src pgw.Source, _ pgw.ChatRequest) (pgw.ChatStream, error) {
+	h.opened <- src.Name
+	return ctxChunks{ctx}, nil
+}
+
+type ctxChunks struct{ ctx context.Context }
+
+func (s ctxChunks) Recv() (pgw.ChatChunk, error) { <-s.ctx.Done(); return pgw.ChatChunk{}, s.ctx.Err() }
+func (s ctxChunks) Close() error                 { return nil }
+
+// A caller that gives up on a hedged ChatStream while both attempts wait
+// for their first chunk gets context.Canceled; both attempts are reported
+// canceled (neither lost), the hedge canceled, the call canceled once, and
+// nothing is left holding an admission or a goroutine.
+func TestChatStreamCanceledMidRaceGivesBackBothAttempts(t *testing.T) {
+	settle := runtime.NumGoroutine()
+	w := newHedgeWatcher()
+	tr := holdChat{opened: make(chan string, 4)}
+	gw := openGateway(t, map[string]string{
+		"PGW_SCOPES":           "CHAT",
+		"CHAT__SOURCES":        "slow,fast",
+		"CHAT__HEDGE_AFTER_S":  "0.01",
+		"CHAT__SLOW__PRIORITY": "0",
+		"CHAT__FAST__PRIORITY": "1",
+	}, w, pgw.WithChatTransport(tr))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-tr.opened
+		<-tr.opened
+		cancel() // both attempts wait for their first chunk
+	}()
+	_, err := gw.ChatStream(ctx, hello())
+	require.ErrorIs(t, err, context.Canceled)
+	require.Eventually(t, func() bool { return inFlight(t, gw, "CHAT") == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(w.Outcomes()) == 2 }, 10*time.Second, time.Millisecond)
+	assert.ElementsMatch(t, []string{"slow:canceled", "fast:canceled"}, w.Outcomes())
+	assert.Equal(t, []string{"fired:fast<slow", "canceled:fast<slow"}, w.Hedges())
+	assert.Equal(t, []string{"canceled"}, w.Results())
+	require.NoError(t, gw.Close())
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= settle+2 }, 10*time.Second, 5*time.Millisecond,
+		"goroutines: %d before, %d after", settle, runtime.NumGoroutine())
+}
+
+// A request through the governed http.Client that does not stream is hedged
+// by its whole answer: the backup's answer reaches the SDK, the primary's
+// request is cancelled and given back as a lost race.
+func TestHTTPClientNonStreamedAnswerIsHedged(t *testing.T) {
+	gw, rec, primary, backup := twoSources(t, map[string]string{"CHAT__HEDGE_AFTER_S": "0.01"})
+	primary.SetDefault(testutil.Chat, testutil.Reply{Text: "from primary", FirstTokenDelay: time.Minute})
+	backup.SetDefault(testutil.Chat, testutil.Reply{Text: "from backup"})
+	hc := gw.HTTPClient("CHAT")
+	hc.Timeout = 20 * time.Second // unhedged, the primary would hold the answer a minute
+	resp := post(t, hc, "chat/completions", chatBody(false))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := readBody(t, resp)
+	assert.Contains(t, body, "from backup")
+	assert.NotContains(t, body, "primary")
+	assert.Equal(t, 1, primary.Requests(testutil.Chat))
+	require.Eventually(t, func() bool { return inFlight(t, gw, "CHAT") == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(rec.Outcomes()) == 2 }, 10*time.Second, time.Millisecond)
+	assert.ElementsMatch(t, []string{"primary:hedge_lost", "backup:success"}, rec.Outcomes())
+	assert.Equal(t, []string{"success"}, rec.Results())
+}
+
+// Each embedding sub-batch is hedged on its own: with BATCH_SIZE=1, two
+// inputs whose first source holds its answers are two races, both won by
+// the other source, and the answer keeps the inputs' order.
+func TestEmbedSubBatchesAreEachHedged(t *testing.T) {
+	slow, fast := testutil.NewUpstream(t), testutil.NewUpstream(t)
+	w := newHedgeWatcher()
+	gw := openGateway(t, map[string]string{
+		"PGW_SCOPES":                  "EMBEDDING",
+		"EMBEDDING__SOURCES":          "slow,fast",
+		"EMBEDDING__SLOW__BASE_URL":   slow.URL,
+		"EMBEDDING__FAST__BASE_URL":   fast.URL,
+		"EMBEDDING__SLOW__PRIORITY":   "0",
+		"EMBEDDING__FAST__PRIORITY":   "1",
+		"EMBEDDING__SLOW__BATCH_SIZE": "1",
+		"EMBEDDING__FAST__BATCH_SIZE": "1",
+		"EMBEDDING__HEDGE_AFTER_S":    "0.01",
+	}, w)
+	slow.SetDefault(testutil.Embeddings, testutil.Reply{FirstTokenDelay: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"a", "b"}})
+	require.NoError(t, err)
+	require.Len(t, resp.Vectors, 2)
+	assert.Equal(t, 2, fast.Requests(testutil.Embeddings), "fast answered both sub-batches")
+	assert.Equal(t, 2, slow.Requests(testutil.Embeddings))
+	assert.Equal(t, 2, w.count(pgw.HedgeFired))
+	assert.Equal(t, 2, w.count(pgw.HedgeWon))
+	require.Eventually(t, func() bool { return inFlight(t, gw, "EMBEDDING") == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(w.Outcomes()) == 4 }, 10*time.Second, time.Millisecond)
+	assert.ElementsMatch(t, []string{"slow:hedge_lost", "slow:hedge_lost", "fast:success", "fast:success"}, w.Outcomes())
 }
