@@ -721,3 +721,164 @@ func TestEmbedSubBatchesAreEachHedged(t *testing.T) {
 	require.Eventually(t, func() bool { return len(w.Outcomes()) == 4 }, 10*time.Second, time.Millisecond)
 	assert.ElementsMatch(t, []string{"slow:hedge_lost", "slow:hedge_lost", "fast:success", "fast:success"}, w.Outcomes())
 }
+
+// When the attempt that was hedged answers first, the hedge is wasted: the
+// call gets the first source's answer, the hedge is cut and reported
+// hedge_lost, and its short time is no sample of its source — it would read
+// as a fast answer — while the winner's time is one of its source's.
+func TestHedgeWastedOnAFasterPrimaryIsNoLatencySample(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, hedgedPair(nil), w)
+	slowGo, hedgeRuns := make(chan struct{}), make(chan struct{})
+	done := make(chan string, 1)
+	go func() {
+		v, err := pgw.Call(context.Background(), gw, "RERANK", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+			if src.Name == "fast" {
+				close(hedgeRuns)
+				<-ctx.Done()
+				return "", pgw.Usage{}, ctx.Err()
+			}
+			<-slowGo
+			return "answer from slow", pgw.Usage{}, nil
+		})
+		assert.NoError(t, err)
+		done <- v
+	}()
+	<-hedgeRuns
+	close(slowGo)
+	assert.Equal(t, "answer from slow", <-done)
+	require.Eventually(t, func() bool { return inFlight(t, gw, "RERANK") == 0 && len(w.Outcomes()) == 2 },
+		10*time.Second, time.Millisecond)
+	assert.ElementsMatch(t, []string{"slow:success", "fast:hedge_lost"}, w.Outcomes())
+	assert.Equal(t, []string{"fired:fast<slow", "wasted:fast<slow"}, w.Hedges())
+	st, err := gw.Latency("RERANK")
+	require.NoError(t, err)
+	require.Equal(t, "slow", st[0].Source)
+	assert.Equal(t, uint64(1), st[0].Observed, "the winner's time is a sample")
+	assert.Equal(t, uint64(0), st[1].Observed, "the wasted hedge's is not")
+	assert.Zero(t, st[1].EWMA)
+}
+
+// preambleThenHold yields its preamble items at once, then holds the rest
+// until its ctx ends.
+type preambleThenHold struct {
+	ctx      context.Context
+	preamble []string
+}
+
+func (s *preambleThenHold) Recv() (string, error) {
+	if len(s.preamble) > 0 {
+		it := s.preamble[0]
+		s.preamble = s.preamble[1:]
+		return it, nil
+	}
+	<-s.ctx.Done()
+	return "", s.ctx.Err()
+}
+
+func (s *preambleThenHold) Close() error { return nil }
+
+// A CallStream is hedged by its FirstItem, not by any item: a first source
+// that sends its preamble at once and then holds its first real item is
+// hedged, and the caller gets the hedge's stream, preamble included, and
+// nothing of the first source's preamble.
+func TestCallStreamIsHedgedByItsFirstItemNotItsPreamble(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, map[string]string{
+		"PGW_SCOPES":          "GEN",
+		"GEN__SOURCES":        "slow,fast",
+		"GEN__HEDGE_AFTER_S":  "0.01",
+		"GEN__SLOW__PRIORITY": "0",
+		"GEN__FAST__PRIORITY": "1",
+	}, w)
+	open := func(ctx context.Context, src pgw.Source) (pgw.Streamer[string], error) {
+		if src.Name == "slow" {
+			return &preambleThenHold{ctx: ctx, preamble: []string{"", ""}}, nil
+		}
+		return pgw.FromIterator[string](&sliceIter{items: []string{"", "fast-1", "fast-2"}}), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := pgw.CallStream(ctx, gw, "GEN", open, pgw.FirstItem(nonEmpty))
+	require.NoError(t, err)
+	assert.Equal(t, "fast", st.Source())
+	got, err := collect(t, st)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	assert.Equal(t, []string{"", "fast-1", "fast-2"}, got, "the hedge's preamble and items, and only its own")
+	assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
+	require.Eventually(t, func() bool { return inFlight(t, gw, "GEN") == 0 && len(w.Outcomes()) == 2 },
+		10*time.Second, time.Millisecond)
+	assert.ElementsMatch(t, []string{"slow:hedge_lost", "fast:success"}, w.Outcomes())
+}
+
+// HEDGE_MAX=2 lets a call start two hedges, one delay after the other, each
+// on a source the call does not run yet; the first to answer wins and both
+// others are lost. MAX_ATTEMPTS counts the hedges: at 2 only one starts.
+func TestHedgeMaxAndMaxAttemptsBoundTheHedgesOfACall(t *testing.T) {
+	for _, tc := range []struct {
+		name, maxAttempts string
+		hedges, outcomes  []string
+		answer            string
+	}{
+		{"two hedges", "9",
+			[]string{"fired:s2<s1", "fired:s3<s1", "won:s3<s1", "wasted:s2<s1"},
+			[]string{"s1:hedge_lost", "s2:hedge_lost", "s3:success"}, "s3"},
+		{"max attempts 2", "2",
+			[]string{"fired:s2<s1"},
+			[]string{"s1:canceled", "s2:canceled"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newHedgeWatcher()
+			gw := openGateway(t, map[string]string{
+				"PGW_SCOPES":       "R",
+				"R__SOURCES":       "s1,s2,s3",
+				"R__S1__PRIORITY":  "0",
+				"R__S2__PRIORITY":  "1",
+				"R__S3__PRIORITY":  "2",
+				"R__HEDGE_AFTER_S": "0.01",
+				"R__HEDGE_MAX":     "2",
+				"R__MAX_ATTEMPTS":  tc.maxAttempts,
+			}, w)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			started := make(chan string, 3)
+			go func() {
+				if tc.answer == "" {
+					<-started
+					<-started
+					// Give a third attempt, were it allowed, the time of
+					// many hedge delays to start before the caller gives up.
+					select {
+					case s := <-started:
+						t.Errorf("a third attempt started on %s", s)
+					case <-time.After(300 * time.Millisecond):
+					}
+					cancel()
+				}
+			}()
+			v, err := pgw.Call(ctx, gw, "R", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+				started <- src.Name
+				if src.Name == "s3" {
+					return "s3", pgw.Usage{}, nil
+				}
+				<-ctx.Done()
+				return "", pgw.Usage{}, ctx.Err()
+			})
+			if tc.answer == "" {
+				require.ErrorIs(t, err, context.Canceled)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tc.answer, v)
+			}
+			require.Eventually(t, func() bool { return inFlight(t, gw, "R") == 0 && len(w.Outcomes()) == len(tc.outcomes) },
+				10*time.Second, time.Millisecond)
+			hedges := w.Hedges()
+			if tc.answer == "" {
+				tc.hedges = append(tc.hedges, "canceled:s2<s1")
+			}
+			assert.ElementsMatch(t, tc.hedges, hedges)
+			assert.ElementsMatch(t, tc.outcomes, w.Outcomes())
+		})
+	}
+}
