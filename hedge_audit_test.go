@@ -882,3 +882,72 @@ func TestHedgeMaxAndMaxAttemptsBoundTheHedgesOfACall(t *testing.T) {
 		})
 	}
 }
+
+// A hedge that is its source's probe and loses to the attempt it hedged
+// frees its lease too: the source stays half-open, and the next call's
+// hedge probes it again — and, answering first, closes its breaker.
+func TestHedgeThatProbesAndLosesFreesItsLease(t *testing.T) {
+	hedgeBackends(t, func(t *testing.T, backend map[string]string) {
+		env := hedgedPair(mergeEnv(backend, map[string]string{
+			"RERANK__FAILURE_THRESHOLD": "1",
+			"RERANK__COOLDOWN_S":        "0.05",
+		}))
+		w := newHedgeWatcher()
+		gw := openGateway(t, env, w)
+		ctx := context.Background()
+		snapshot := func() pgw.Snapshot {
+			snap, err := gw.Snapshot(ctx, "RERANK", "fast")
+			require.NoError(t, err)
+			return snap
+		}
+		var fastMode atomic.Int32
+		// call runs one call whose first attempt, on slow, answers once
+		// the hedge on fast has run (or at once when its ctx ends).
+		call := func() string {
+			hedged := make(chan struct{})
+			v, err := pgw.Call(ctx, gw, "RERANK", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+				if src.Name == "slow" {
+					select {
+					case <-hedged:
+						return "answer from slow", pgw.Usage{}, nil
+					case <-ctx.Done():
+						return "", pgw.Usage{}, ctx.Err()
+					}
+				}
+				switch sourceMode(fastMode.Load()) {
+				case modeFail:
+					close(hedged)
+					return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: 500, Message: "upstream down"}
+				case modeHang:
+					close(hedged)
+					<-ctx.Done()
+					return "", pgw.Usage{}, ctx.Err()
+				}
+				return "answer from fast", pgw.Usage{}, nil
+			})
+			require.NoError(t, err)
+			return v
+		}
+
+		fastMode.Store(int32(modeFail))
+		require.Equal(t, "answer from slow", call(), "the hedge on fast failed; slow answered")
+		require.Eventually(t, func() bool {
+			snap := snapshot()
+			return snap.State == pgw.StateOpen && snap.RetryAfter == 0
+		}, 10*time.Second, 5*time.Millisecond, "fast opened and its cooldown passed")
+
+		fastMode.Store(int32(modeHang))
+		require.Equal(t, "answer from slow", call(), "slow answered before the probing hedge")
+		require.Eventually(t, func() bool { return snapshot().ProbesInFlight == 0 }, 10*time.Second, 5*time.Millisecond,
+			"the lost probe's lease is freed")
+		assert.Equal(t, pgw.StateHalfOpen, snapshot().State, "a lost probe is neither a success nor a failure")
+
+		fastMode.Store(int32(modeAnswer))
+		require.Equal(t, "answer from fast", call(), "the next call's hedge probes fast again, and wins")
+		require.Eventually(t, func() bool { return snapshot().State == pgw.StateClosed }, 10*time.Second, 5*time.Millisecond)
+		assert.Equal(t, 3, w.count(pgw.HedgeFired))
+		require.Eventually(t, func() bool { return len(w.Outcomes()) == 6 }, 10*time.Second, time.Millisecond)
+		assert.ElementsMatch(t, []string{"slow:success", "fast:failure", "slow:success", "fast:hedge_lost", "slow:hedge_lost", "fast:success"},
+			w.Outcomes())
+	})
+}
