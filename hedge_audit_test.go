@@ -951,3 +951,37 @@ func TestHedgeThatProbesAndLosesFreesItsLease(t *testing.T) {
 			w.Outcomes())
 	})
 }
+
+// A loser's request stays counted in its source's RPM: it reached the
+// upstream. With RPM=2, a lost race and one answer spend slow's minute, and
+// the next call goes to fast.
+func TestHedgeLoserRequestStaysCountedInRPM(t *testing.T) {
+	w := newHedgeWatcher()
+	gw := openGateway(t, hedgedPair(map[string]string{
+		"RERANK__SLOW__RPM":           "2",
+		"RERANK__SLOW__MAX_IN_FLIGHT": "1",
+		"RERANK__QUOTA_FULL":          "fail_fast",
+	}), w)
+	s := newScripted()
+	ctx := context.Background()
+
+	s.set(modeHang)
+	v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+	require.NoError(t, err)
+	require.Equal(t, "answer from fast", v)
+	<-s.hangs
+
+	// Once slow's in-flight slot is back — the last step of its give-back
+	// — slow answers a call: its second request of the minute.
+	s.set(modeAnswer)
+	require.Eventually(t, func() bool {
+		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		require.NoError(t, err)
+		return v == "answer from slow"
+	}, 10*time.Second, 5*time.Millisecond)
+
+	v, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+	require.NoError(t, err)
+	assert.Equal(t, "answer from fast", v, "slow's minute is spent: the lost request counted")
+	assert.Equal(t, int32(2), s.slow.Load())
+}
