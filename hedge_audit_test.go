@@ -33,9 +33,28 @@ type hedgeWatcher struct {
 	mu      sync.Mutex
 	hedges  []string
 	skipped chan struct{}
+	attempt func(pgw.AttemptRecord)
 }
 
 func newHedgeWatcher() *hedgeWatcher { return &hedgeWatcher{recorder: newRecorder()} }
+
+// onAttempt makes f hear every attempt record from now on, after the
+// recorder kept it.
+func (w *hedgeWatcher) onAttempt(f func(pgw.AttemptRecord)) {
+	w.mu.Lock()
+	w.attempt = f
+	w.mu.Unlock()
+}
+
+func (w *hedgeWatcher) ObserveAttempt(a pgw.AttemptRecord) {
+	w.recorder.ObserveAttempt(a)
+	w.mu.Lock()
+	f := w.attempt
+	w.mu.Unlock()
+	if f != nil {
+		f(a)
+	}
+}
 
 func (w *hedgeWatcher) ObserveHedge(e pgw.Hedge) {
 	w.mu.Lock()
@@ -902,13 +921,23 @@ func TestHedgeThatProbesAndLosesFreesItsLease(t *testing.T) {
 		}
 		var fastMode atomic.Int32
 		// call runs one call whose first attempt, on slow, answers once
-		// the hedge on fast has run (or at once when its ctx ends).
+		// the hedge on fast has run — once its failure is reported, when it
+		// fails: an answer of slow that came first would cut it — or at once
+		// when its ctx ends.
 		call := func() string {
 			hedged := make(chan struct{})
+			failed := make(chan struct{}, 1)
+			w.onAttempt(func(a pgw.AttemptRecord) {
+				if a.Source == "fast" && a.Outcome == "failure" {
+					failed <- struct{}{}
+				}
+			})
 			v, err := pgw.Call(ctx, gw, "RERANK", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
 				if src.Name == "slow" {
 					select {
 					case <-hedged:
+						return "answer from slow", pgw.Usage{}, nil
+					case <-failed:
 						return "answer from slow", pgw.Usage{}, nil
 					case <-ctx.Done():
 						return "", pgw.Usage{}, ctx.Err()
@@ -916,7 +945,6 @@ func TestHedgeThatProbesAndLosesFreesItsLease(t *testing.T) {
 				}
 				switch sourceMode(fastMode.Load()) {
 				case modeFail:
-					close(hedged)
 					return "", pgw.Usage{}, &pgw.HTTPError{StatusCode: 500, Message: "upstream down"}
 				case modeHang:
 					close(hedged)
