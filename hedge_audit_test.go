@@ -34,9 +34,26 @@ type hedgeWatcher struct {
 	hedges  []string
 	skipped chan struct{}
 	attempt func(pgw.AttemptRecord)
+	start   func(pgw.AttemptStart)
 }
 
 func newHedgeWatcher() *hedgeWatcher { return &hedgeWatcher{recorder: newRecorder()} }
+
+// onStart makes f hear every attempt start from now on.
+func (w *hedgeWatcher) onStart(f func(pgw.AttemptStart)) {
+	w.mu.Lock()
+	w.start = f
+	w.mu.Unlock()
+}
+
+func (w *hedgeWatcher) ObserveAttemptStart(a pgw.AttemptStart) {
+	w.mu.Lock()
+	f := w.start
+	w.mu.Unlock()
+	if f != nil {
+		f(a)
+	}
+}
 
 // onAttempt makes f hear every attempt record from now on, after the
 // recorder kept it.
@@ -145,19 +162,68 @@ const (
 )
 
 // scripted is a pgw.Call function whose source "slow" does what its mode
-// says, and whose other sources answer at once.
+// says, and whose other sources answer at once — but, in a call whose slow
+// attempt fails, only once that failure is reported: a hedge that fired
+// before slow failed (a machine slower than the hedge delay) would
+// otherwise answer first and cut the failure as a lost race.
 type scripted struct {
 	mode  atomic.Int32
 	slow  atomic.Int32 // attempts that reached slow
 	hangs chan struct{}
+	mu    sync.Mutex
+	// slowStarted: this call started an attempt on slow; failed is closed
+	// once this call's slow failure is reported.
+	slowStarted bool
+	failed      chan struct{}
 }
 
-func newScripted() *scripted { return &scripted{hangs: make(chan struct{}, 16)} }
+// newScripted returns a scripted function that hears of slow's attempts
+// through w.
+func newScripted(w *hedgeWatcher) *scripted {
+	s := &scripted{hangs: make(chan struct{}, 16), failed: make(chan struct{})}
+	w.onStart(func(a pgw.AttemptStart) {
+		if a.Source == "slow" {
+			s.mu.Lock()
+			s.slowStarted = true
+			s.mu.Unlock()
+		}
+	})
+	w.onAttempt(func(a pgw.AttemptRecord) {
+		if a.Source == "slow" && a.Outcome == "failure" {
+			s.mu.Lock()
+			select {
+			case <-s.failed:
+			default:
+				close(s.failed)
+			}
+			s.mu.Unlock()
+		}
+	})
+	return s
+}
 
 func (s *scripted) set(m sourceMode) { s.mode.Store(int32(m)) }
 
+// call runs one call of scope RERANK through fn.
+func (s *scripted) call(ctx context.Context, gw *pgw.GatewayClient) (string, error) {
+	s.mu.Lock()
+	s.slowStarted, s.failed = false, make(chan struct{})
+	s.mu.Unlock()
+	return pgw.Call(ctx, gw, "RERANK", s.fn)
+}
+
 func (s *scripted) fn(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
 	if src.Name != "slow" {
+		s.mu.Lock()
+		wait, failed := s.slowStarted && sourceMode(s.mode.Load()) == modeFail, s.failed
+		s.mu.Unlock()
+		if wait {
+			select {
+			case <-failed:
+			case <-ctx.Done():
+				return "", pgw.Usage{}, ctx.Err()
+			}
+		}
 		return "answer from " + src.Name, pgw.Usage{}, nil
 	}
 	s.slow.Add(1)
@@ -197,19 +263,20 @@ func TestHedgeLostRaceLeavesItsSourcesFailureRunAlone(t *testing.T) {
 		}))
 		w := newHedgeWatcher()
 		gw := openGateway(t, env, w)
-		s := newScripted()
+		s := newScripted(w)
 		ctx := context.Background()
 
 		s.set(modeFail)
-		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		v, err := s.call(ctx, gw)
 		require.NoError(t, err)
 		require.Equal(t, "answer from fast", v, "slow failed, fast answered")
 
 		s.set(modeHang)
-		v, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+		seen := len(w.Hedges()) // a slow machine may have hedged the failure too
+		v, err = s.call(ctx, gw)
 		require.NoError(t, err)
 		require.Equal(t, "answer from fast", v, "the hedge on fast won")
-		assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
+		assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges()[seen:])
 
 		// slow's only in-flight slot comes back with its give-back, after
 		// its breaker heard the outcome: once slow takes an attempt again,
@@ -217,7 +284,7 @@ func TestHedgeLostRaceLeavesItsSourcesFailureRunAlone(t *testing.T) {
 		s.set(modeFail)
 		before := s.slow.Load()
 		require.Eventually(t, func() bool {
-			_, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+			_, err := s.call(ctx, gw)
 			require.NoError(t, err)
 			return s.slow.Load() > before
 		}, 10*time.Second, 5*time.Millisecond, "slow never took an attempt again")
@@ -241,7 +308,7 @@ func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
 		}))
 		w := newHedgeWatcher()
 		gw := openGateway(t, env, w)
-		s := newScripted()
+		s := newScripted(w)
 		ctx := context.Background()
 		snapshot := func() pgw.Snapshot {
 			snap, err := gw.Snapshot(ctx, "RERANK", "slow")
@@ -250,7 +317,7 @@ func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
 		}
 
 		s.set(modeFail)
-		_, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		_, err := s.call(ctx, gw)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			snap := snapshot()
@@ -258,7 +325,7 @@ func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
 		}, 10*time.Second, 5*time.Millisecond, "slow opened and its cooldown passed")
 
 		s.set(modeHang)
-		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		v, err := s.call(ctx, gw)
 		require.NoError(t, err)
 		require.Equal(t, "answer from fast", v)
 		require.Len(t, s.hangs, 1, "slow's probe ran, and lost to the hedge")
@@ -268,7 +335,7 @@ func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
 		assert.Equal(t, pgw.StateHalfOpen, snapshot().State, "a lost probe is neither a success nor a failure")
 
 		s.set(modeAnswer)
-		v, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+		v, err = s.call(ctx, gw)
 		require.NoError(t, err)
 		assert.Equal(t, "answer from slow", v, "the next call probes slow again")
 		require.Eventually(t, func() bool { return snapshot().State == pgw.StateClosed }, 10*time.Second, 5*time.Millisecond)
@@ -494,11 +561,11 @@ func TestHedgeAdaptiveDelayTakesOverAtTwentySamples(t *testing.T) {
 		"RERANK__HEDGE_AFTER_S": "60",
 		"RERANK__HEDGE_AFTER":   "p90",
 	}), w)
-	s := newScripted()
+	s := newScripted(w)
 	ctx := context.Background()
 	s.set(modeAnswer)
 	for range 19 {
-		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		v, err := s.call(ctx, gw)
 		require.NoError(t, err)
 		require.Equal(t, "answer from slow", v)
 	}
@@ -506,7 +573,7 @@ func TestHedgeAdaptiveDelayTakesOverAtTwentySamples(t *testing.T) {
 
 	s.set(modeHang)
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err := pgw.Call(short, gw, "RERANK", s.fn)
+	_, err := s.call(short, gw)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "at 19 samples the fixed minute stands in")
 	<-s.hangs
@@ -514,14 +581,14 @@ func TestHedgeAdaptiveDelayTakesOverAtTwentySamples(t *testing.T) {
 	require.Equal(t, uint64(19), observed(t, gw, "RERANK", "slow"), "a cancelled attempt is no sample")
 
 	s.set(modeAnswer)
-	_, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+	_, err = s.call(ctx, gw)
 	require.NoError(t, err)
 	require.Equal(t, uint64(20), observed(t, gw, "RERANK", "slow"))
 
 	s.set(modeHang)
 	bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	v, err := pgw.Call(bounded, gw, "RERANK", s.fn)
+	v, err := s.call(bounded, gw)
 	require.NoError(t, err, "at 20 samples the adaptive delay hedges long before the fixed minute")
 	assert.Equal(t, "answer from fast", v)
 	assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
@@ -990,11 +1057,11 @@ func TestHedgeLoserRequestStaysCountedInRPM(t *testing.T) {
 		"RERANK__SLOW__MAX_IN_FLIGHT": "1",
 		"RERANK__QUOTA_FULL":          "fail_fast",
 	}), w)
-	s := newScripted()
+	s := newScripted(w)
 	ctx := context.Background()
 
 	s.set(modeHang)
-	v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+	v, err := s.call(ctx, gw)
 	require.NoError(t, err)
 	require.Equal(t, "answer from fast", v)
 	<-s.hangs
@@ -1003,12 +1070,12 @@ func TestHedgeLoserRequestStaysCountedInRPM(t *testing.T) {
 	// — slow answers a call: its second request of the minute.
 	s.set(modeAnswer)
 	require.Eventually(t, func() bool {
-		v, err := pgw.Call(ctx, gw, "RERANK", s.fn)
+		v, err := s.call(ctx, gw)
 		require.NoError(t, err)
 		return v == "answer from slow"
 	}, 10*time.Second, 5*time.Millisecond)
 
-	v, err = pgw.Call(ctx, gw, "RERANK", s.fn)
+	v, err = s.call(ctx, gw)
 	require.NoError(t, err)
 	assert.Equal(t, "answer from fast", v, "slow's minute is spent: the lost request counted")
 	assert.Equal(t, int32(2), s.slow.Load())
