@@ -305,6 +305,9 @@ func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
 		env := hedgedPair(mergeEnv(backend, map[string]string{
 			"RERANK__FAILURE_THRESHOLD": "1",
 			"RERANK__COOLDOWN_S":        "0.05",
+			// Wide enough that slow's quick answer below always comes
+			// before the hedge could.
+			"RERANK__HEDGE_AFTER_S": "0.5",
 		}))
 		w := newHedgeWatcher()
 		gw := openGateway(t, env, w)
@@ -493,11 +496,17 @@ func TestChatStreamHedgeLoserIsClosedUnreadAndGivenBack(t *testing.T) {
 	assert.Equal(t, []string{"success"}, w.Results(), "the call ends once")
 	assert.Equal(t, []string{"fired:fast<slow", "won:fast<slow"}, w.Hedges())
 
-	// slow's only slot is back: it answers the next call.
-	resp, err := gw.Chat(context.Background(), hello())
-	require.NoError(t, err)
-	assert.Equal(t, "slow", resp.Source)
-	assert.Equal(t, "from slow 1from slow 2", resp.Content)
+	// slow's only slot is back: it answers a next call (on a machine
+	// slower than the hedge delay a hedge may win one first).
+	require.Eventually(t, func() bool {
+		resp, err := gw.Chat(context.Background(), hello())
+		require.NoError(t, err)
+		if resp.Source != "slow" {
+			return false
+		}
+		assert.Equal(t, "from slow 1from slow 2", resp.Content)
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "slow's in-flight slot never came back")
 
 	require.NoError(t, gw.Close())
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= settle+2 }, 10*time.Second, 5*time.Millisecond,
@@ -1053,6 +1062,7 @@ func TestHedgeThatProbesAndLosesFreesItsLease(t *testing.T) {
 func TestHedgeLoserRequestStaysCountedInRPM(t *testing.T) {
 	w := newHedgeWatcher()
 	gw := openGateway(t, hedgedPair(map[string]string{
+		"RERANK__HEDGE_AFTER_S":       "0.5", // slow's quick answers come before any hedge
 		"RERANK__SLOW__RPM":           "2",
 		"RERANK__SLOW__MAX_IN_FLIGHT": "1",
 		"RERANK__QUOTA_FULL":          "fail_fast",
