@@ -161,12 +161,12 @@ const (
 	modeHang                     // answers nothing until its ctx ends
 )
 
-// scripted is a pgw.Call function whose source "slow" does what its mode
+// scriptedCall is a pgw.Call function whose source "slow" does what its mode
 // says, and whose other sources answer at once — but, in a call whose slow
 // attempt fails, only once that failure is reported: a hedge that fired
 // before slow failed (a machine slower than the hedge delay) would
 // otherwise answer first and cut the failure as a lost race.
-type scripted struct {
+type scriptedCall struct {
 	mode  atomic.Int32
 	slow  atomic.Int32 // attempts that reached slow
 	hangs chan struct{}
@@ -177,10 +177,10 @@ type scripted struct {
 	failed      chan struct{}
 }
 
-// newScripted returns a scripted function that hears of slow's attempts
+// newScriptedCall returns a scriptedCall function that hears of slow's attempts
 // through w.
-func newScripted(w *hedgeWatcher) *scripted {
-	s := &scripted{hangs: make(chan struct{}, 16), failed: make(chan struct{})}
+func newScriptedCall(w *hedgeWatcher) *scriptedCall {
+	s := &scriptedCall{hangs: make(chan struct{}, 16), failed: make(chan struct{})}
 	w.onStart(func(a pgw.AttemptStart) {
 		if a.Source == "slow" {
 			s.mu.Lock()
@@ -202,17 +202,17 @@ func newScripted(w *hedgeWatcher) *scripted {
 	return s
 }
 
-func (s *scripted) set(m sourceMode) { s.mode.Store(int32(m)) }
+func (s *scriptedCall) set(m sourceMode) { s.mode.Store(int32(m)) }
 
 // call runs one call of scope RERANK through fn.
-func (s *scripted) call(ctx context.Context, gw *pgw.GatewayClient) (string, error) {
+func (s *scriptedCall) call(ctx context.Context, gw *pgw.GatewayClient) (string, error) {
 	s.mu.Lock()
 	s.slowStarted, s.failed = false, make(chan struct{})
 	s.mu.Unlock()
 	return pgw.Call(ctx, gw, "RERANK", s.fn)
 }
 
-func (s *scripted) fn(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+func (s *scriptedCall) fn(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
 	if src.Name != "slow" {
 		s.mu.Lock()
 		wait, failed := s.slowStarted && sourceMode(s.mode.Load()) == modeFail, s.failed
@@ -263,7 +263,7 @@ func TestHedgeLostRaceLeavesItsSourcesFailureRunAlone(t *testing.T) {
 		}))
 		w := newHedgeWatcher()
 		gw := openGateway(t, env, w)
-		s := newScripted(w)
+		s := newScriptedCall(w)
 		ctx := context.Background()
 
 		s.set(modeFail)
@@ -311,7 +311,7 @@ func TestHedgeLostProbeFreesItsLeaseForTheNextCall(t *testing.T) {
 		}))
 		w := newHedgeWatcher()
 		gw := openGateway(t, env, w)
-		s := newScripted(w)
+		s := newScriptedCall(w)
 		ctx := context.Background()
 		snapshot := func() pgw.Snapshot {
 			snap, err := gw.Snapshot(ctx, "RERANK", "slow")
@@ -570,7 +570,7 @@ func TestHedgeAdaptiveDelayTakesOverAtTwentySamples(t *testing.T) {
 		"RERANK__HEDGE_AFTER_S": "60",
 		"RERANK__HEDGE_AFTER":   "p90",
 	}), w)
-	s := newScripted(w)
+	s := newScriptedCall(w)
 	ctx := context.Background()
 	s.set(modeAnswer)
 	for range 19 {
@@ -1067,7 +1067,7 @@ func TestHedgeLoserRequestStaysCountedInRPM(t *testing.T) {
 		"RERANK__SLOW__MAX_IN_FLIGHT": "1",
 		"RERANK__QUOTA_FULL":          "fail_fast",
 	}), w)
-	s := newScripted(w)
+	s := newScriptedCall(w)
 	ctx := context.Background()
 
 	s.set(modeHang)
