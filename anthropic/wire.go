@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pgw-go/pgw/internal/toolids"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -387,45 +388,18 @@ func pairedToolTurns(src transport.Source, msgs []transport.Message) error {
 // the request, with "_2", "_3", … added, so that no two IDs become one.
 // Valid IDs are sent as they are.
 func toolUseIDs(msgs []transport.Message) func(string) string {
-	var seen []string
-	used := map[string]bool{}
-	for _, m := range msgs {
-		for _, tc := range m.ToolCalls {
-			seen = append(seen, tc.ID)
-		}
-		if m.ToolCallID != "" {
-			seen = append(seen, m.ToolCallID)
-		}
-	}
-	for _, id := range seen {
-		if validToolUseID(id) {
-			used[id] = true
-		}
-	}
-	mapped := map[string]string{}
-	for _, id := range seen {
-		if validToolUseID(id) || mapped[id] != "" {
-			continue
-		}
+	return toolids.Map(msgs, validToolUseID, func(id string, n int) string {
 		base := strings.Map(func(r rune) rune {
 			if r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
 				return r
 			}
 			return '_'
 		}, id)
-		out := base
-		for n := 2; used[out]; n++ {
-			out = fmt.Sprintf("%s_%d", base, n)
+		if n == 0 {
+			return base
 		}
-		used[out] = true
-		mapped[id] = out
-	}
-	return func(id string) string {
-		if out, ok := mapped[id]; ok {
-			return out
-		}
-		return id
-	}
+		return fmt.Sprintf("%s_%d", base, n+1)
+	})
 }
 
 // validToolUseID reports an ID the Messages API takes as a tool_use id.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pgw-go/pgw/internal/toolids"
 	"github.com/pgw-go/pgw/transport"
 )
 
@@ -327,39 +328,9 @@ func sameID(id string) string { return id }
 // distinct from every other ID of the request. IDs Mistral takes (its own)
 // are sent as they are.
 func mistralToolCallIDs(msgs []transport.Message) func(string) string {
-	var seen []string
-	used := map[string]bool{}
-	for _, m := range msgs {
-		for _, tc := range m.ToolCalls {
-			seen = append(seen, tc.ID)
-		}
-		if m.ToolCallID != "" {
-			seen = append(seen, m.ToolCallID)
-		}
-	}
-	for _, id := range seen {
-		if mistralToolCallID(id) {
-			used[id] = true
-		}
-	}
-	mapped := map[string]string{}
-	for _, id := range seen {
-		if mistralToolCallID(id) || mapped[id] != "" {
-			continue
-		}
-		out := ""
-		for n := 0; out == "" || used[out]; n++ {
-			out = base62ID(fmt.Sprintf("%s\x00%d", id, n))
-		}
-		used[out] = true
-		mapped[id] = out
-	}
-	return func(id string) string {
-		if out, ok := mapped[id]; ok {
-			return out
-		}
-		return id
-	}
+	return toolids.Map(msgs, mistralToolCallID, func(id string, n int) string {
+		return base62ID(fmt.Sprintf("%s\x00%d", id, n))
+	})
 }
 
 // mistralToolCallID reports an ID Mistral's own API takes: nine ASCII
