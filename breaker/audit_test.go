@@ -1,0 +1,264 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/breaker"
+	"github.com/pgw-go/pgw/contracttest"
+	"github.com/pgw-go/pgw/gate"
+)
+
+// Black-box checks of promises of the package documentation that the
+// other tests do not pin, through the public API only, on the default
+// memory gate driven by Config.Clock.
+
+var (
+	errAuditDown     = errors.New("dependency down")
+	errAuditExcluded = errors.New("bad request")
+)
+
+type auditEvents struct {
+	mu  sync.Mutex
+	evs []breaker.StateChange
+}
+
+func (a *auditEvents) listen(ev breaker.StateChange) {
+	a.mu.Lock()
+	a.evs = append(a.evs, ev)
+	a.mu.Unlock()
+}
+
+func (a *auditEvents) all() []breaker.StateChange {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]breaker.StateChange(nil), a.evs...)
+}
+
+func auditBreaker(t *testing.T, p gate.Policy, cfg breaker.Config) (*breaker.Breaker, *contracttest.FakeClock) {
+	t.Helper()
+	clk := contracttest.NewFakeClock()
+	cfg.Policy = p
+	cfg.Clock = clk
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cb, err := breaker.New("audit", cfg)
+	require.NoError(t, err)
+	return cb, clk
+}
+
+func auditRun(cb *breaker.Breaker, ret error) error {
+	return cb.Execute(context.Background(), func(context.Context) error { return ret })
+}
+
+// A gobreaker user maps MaxRequests n onto SuccessThreshold, HalfOpenProbes
+// and HalfOpenCalls n, and Timeout onto Cooldown with CooldownMultiplier 1.
+// gobreaker then: admits n requests in half-open and answers the next with
+// ErrTooManyRequests; closes after n successes; re-opens on any failure in
+// half-open, for Timeout again (no growth).
+func TestAuditGobreakerMaxRequestsAndTimeout(t *testing.T) {
+	const timeout = 30 * time.Second
+	var ev auditEvents
+	cb, clk := auditBreaker(t, gate.Policy{
+		ConsecutiveFailures: 6, SuccessThreshold: 2, HalfOpenProbes: 2, HalfOpenCalls: 2,
+		Cooldown: timeout, CooldownMultiplier: 1,
+	}, breaker.Config{OnStateChange: []func(breaker.StateChange){ev.listen}})
+
+	for range 6 {
+		require.ErrorIs(t, auditRun(cb, errAuditDown), errAuditDown)
+	}
+	var oe *breaker.OpenError
+	require.ErrorAs(t, auditRun(cb, nil), &oe, "ErrOpenState")
+	assert.Equal(t, gate.Open, oe.State)
+	assert.Equal(t, timeout, oe.RetryAfter)
+
+	// Half-open: two requests, the third is "too many requests".
+	clk.Advance(timeout)
+	assert.Equal(t, gate.HalfOpen, cb.State())
+	t1, err := cb.Allow(t.Context())
+	require.NoError(t, err)
+	t2, err := cb.Allow(t.Context())
+	require.NoError(t, err)
+	assert.True(t, t1.Probe() && t2.Probe())
+	_, err = cb.Allow(t.Context())
+	require.ErrorAs(t, err, &oe, "ErrTooManyRequests")
+	assert.Equal(t, gate.HalfOpen, oe.State)
+	assert.Zero(t, oe.RetryAfter)
+	require.ErrorIs(t, err, breaker.ErrOpen)
+
+	// One failure re-opens at once, for Timeout again.
+	t1.Done(errAuditDown)
+	assert.Equal(t, gate.Open, cb.State())
+	t2.Done(nil) // a late probe of the ended phase changes nothing
+	assert.Equal(t, gate.Open, cb.State())
+	require.ErrorAs(t, auditRun(cb, nil), &oe)
+	assert.Equal(t, timeout, oe.RetryAfter, "CooldownMultiplier 1 keeps gobreaker's constant Timeout")
+
+	// Two successes close it.
+	clk.Advance(timeout)
+	require.NoError(t, auditRun(cb, nil))
+	assert.Equal(t, gate.HalfOpen, cb.State())
+	require.NoError(t, auditRun(cb, nil))
+	assert.Equal(t, gate.Closed, cb.State())
+
+	var got []string
+	for _, e := range ev.all() {
+		got = append(got, fmt.Sprintf("%d %s→%s", e.Seq, e.From, e.To))
+	}
+	assert.Equal(t, []string{
+		"1 closed→open", "2 open→half_open", "3 half_open→open",
+		"4 open→half_open", "5 half_open→closed",
+	}, got, "gobreaker's OnStateChange order and arguments")
+}
+
+// StateChange.At and Metrics.LastStateChange are read from Config.Clock.
+func TestAuditStateChangeTimesFollowTheConfigClock(t *testing.T) {
+	var ev auditEvents
+	cb, clk := auditBreaker(t, gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute},
+		breaker.Config{OnStateChange: []func(breaker.StateChange){ev.listen}})
+	clk.Advance(time.Hour)
+	at := clk.Now()
+	_ = auditRun(cb, errAuditDown)
+	evs := ev.all()
+	require.Len(t, evs, 1)
+	assert.True(t, evs[0].At.Equal(at), "At %v, want the fake clock's %v", evs[0].At, at)
+	assert.True(t, cb.Metrics().LastStateChange.Equal(at))
+	assert.True(t, evs[0].Metrics.LastStateChange.Equal(at))
+}
+
+// Close "clears the gate's counts and the cooldown growth": after a failed
+// probe doubled the cooldown, a trip after Close opens for the first
+// cooldown again.
+func TestAuditCloseDropsTheCooldownGrowth(t *testing.T) {
+	cb, clk := auditBreaker(t, gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute}, breaker.Config{})
+	var oe *breaker.OpenError
+	_ = auditRun(cb, errAuditDown)
+	clk.Advance(time.Minute)
+	_ = auditRun(cb, errAuditDown) // failed probe: the cooldown grows
+	require.ErrorAs(t, auditRun(cb, nil), &oe)
+	require.Equal(t, 2*time.Minute, oe.RetryAfter, "the default multiplier doubles the cooldown")
+
+	require.NoError(t, cb.Close())
+	assert.Equal(t, gate.Closed, cb.State())
+	_ = auditRun(cb, errAuditDown)
+	require.ErrorAs(t, auditRun(cb, nil), &oe)
+	assert.Equal(t, time.Minute, oe.RetryAfter, "Close dropped the growth")
+}
+
+// The caller's cancellation is not counted only when the error is that
+// context's error; another error returned after the caller gave up is still
+// the dependency's failure.
+func TestAuditCancellationIsNotCountedOnlyWithTheContextsError(t *testing.T) {
+	cb, _ := auditBreaker(t, gate.Policy{ConsecutiveFailures: 2, Cooldown: time.Minute}, breaker.Config{})
+	run := func(ret func(ctx context.Context) error) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		return cb.Execute(ctx, func(ctx context.Context) error {
+			cancel()
+			return ret(ctx)
+		})
+	}
+
+	// Wrapped or not, the ctx's own error: not counted, however often.
+	for range 3 {
+		err := run(func(ctx context.Context) error { return fmt.Errorf("read: %w", ctx.Err()) })
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	m := cb.Metrics()
+	assert.Equal(t, uint64(3), m.Cancelled)
+	assert.Zero(t, m.Failures)
+	assert.Equal(t, uint64(3), cb.Counts().TotalExclusions)
+	assert.Equal(t, gate.Closed, cb.State())
+
+	// Another error after the cancellation: failures, which trip.
+	for range 2 {
+		require.ErrorIs(t, run(func(context.Context) error { return errAuditDown }), errAuditDown)
+	}
+	assert.Equal(t, uint64(2), cb.Metrics().Failures)
+	assert.Equal(t, gate.Open, cb.State())
+}
+
+// Token.Done classifies against the context given to Allow: a probe whose
+// caller gave up gives its lease back, so the next caller probes at once.
+func TestAuditTokenDoneUsesTheAllowContext(t *testing.T) {
+	cb, _ := auditBreaker(t, gate.Policy{Cooldown: time.Minute}, breaker.Config{})
+	require.NoError(t, cb.HalfOpen())
+	ctx, cancel := context.WithCancel(context.Background())
+	tok, err := cb.Allow(ctx)
+	require.NoError(t, err)
+	require.True(t, tok.Probe())
+	_, err = cb.Allow(t.Context())
+	require.ErrorIs(t, err, breaker.ErrOpen, "the one probe is taken")
+
+	cancel()
+	tok.Done(ctx.Err())
+	assert.Equal(t, uint64(1), cb.Metrics().Cancelled)
+	assert.Equal(t, gate.HalfOpen, cb.State(), "not counted: the phase is still open")
+	next, err := cb.Allow(t.Context())
+	require.NoError(t, err, "the lease was given back")
+	require.True(t, next.Probe())
+	next.Done(nil)
+	assert.Equal(t, gate.Closed, cb.State())
+}
+
+// failingGate fails every TryEnter, as an unreachable shared gate would.
+type failingGate struct{ gate.ProviderGate }
+
+func (failingGate) TryEnter(context.Context, string) (gate.Decision, error) {
+	return gate.Decision{}, errors.New("gate unreachable")
+}
+
+// Metrics.TotalCalls is every finished call: the sum of its parts, with each
+// way a call can end counted once.
+func TestAuditMetricsTotalCallsIsTheSumOfItsParts(t *testing.T) {
+	cb, clk := auditBreaker(t, gate.Policy{ConsecutiveFailures: 3, Cooldown: time.Minute},
+		breaker.Config{ExcludedErrors: []error{errAuditExcluded}})
+
+	require.NoError(t, auditRun(cb, nil))                                // success
+	require.ErrorIs(t, auditRun(cb, errAuditExcluded), errAuditExcluded) // excluded
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, cb.Execute(done, func(context.Context) error { return nil }), context.Canceled) // cancelled
+	slow, err := cb.Allow(t.Context())                                                                 // admitted before the trip
+	require.NoError(t, err)
+	require.ErrorIs(t, auditRun(cb, errAuditDown), errAuditDown) // failure
+	require.Panics(t, func() {                                   // failure (panic)
+		_ = cb.Execute(t.Context(), func(context.Context) error { panic("boom") })
+	})
+	require.ErrorIs(t, auditRun(cb, breaker.Fatal(errAuditDown)), errAuditDown) // failure (fatal): trips
+	require.ErrorIs(t, auditRun(cb, nil), breaker.ErrOpen)                      // rejection
+	require.NoError(t, cb.Close())
+	slow.Done(errAuditDown) // stale: admitted in an ended generation
+	clk.Advance(time.Second)
+
+	m := cb.Metrics()
+	assert.Equal(t, uint64(1), m.Successes)
+	assert.Equal(t, uint64(3), m.Failures)
+	assert.Equal(t, uint64(1), m.Excluded)
+	assert.Equal(t, uint64(1), m.Cancelled)
+	assert.Equal(t, uint64(1), m.Rejections)
+	assert.Equal(t, uint64(1), m.Stale)
+	assert.Equal(t, m.Successes+m.Failures+m.Excluded+m.Cancelled+m.Rejections+m.GateErrors+m.Stale, m.TotalCalls)
+	assert.Equal(t, uint64(8), m.TotalCalls)
+
+	// A gate error, on a breaker whose gate cannot be reached.
+	gcb, err := breaker.New("unreachable", breaker.Config{Gate: failingGate{gate.Noop{}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ran := false
+	err = gcb.Execute(t.Context(), func(context.Context) error { ran = true; return nil })
+	require.Error(t, err)
+	assert.False(t, ran)
+	assert.NotErrorIs(t, err, breaker.ErrOpen)
+	gm := gcb.Metrics()
+	assert.Equal(t, uint64(1), gm.GateErrors)
+	assert.Equal(t, uint64(1), gm.TotalCalls)
+}
