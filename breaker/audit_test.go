@@ -16,6 +16,8 @@ import (
 	"github.com/pgw-go/pgw/breaker"
 	"github.com/pgw-go/pgw/contracttest"
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+	"github.com/pgw-go/pgw/internal/testutil"
 )
 
 // Black-box checks of promises of the package documentation that the
@@ -261,4 +263,76 @@ func TestAuditMetricsTotalCallsIsTheSumOfItsParts(t *testing.T) {
 	gm := gcb.Metrics()
 	assert.Equal(t, uint64(1), gm.GateErrors)
 	assert.Equal(t, uint64(1), gm.TotalCalls)
+}
+
+// The gobreaker mapping of MaxRequests is a gate rule, so a Redis gate keeps
+// it as the memory gate does: n probes a phase, the next one "too many
+// requests" with RetryAfter 0, one failure re-opens for the same Timeout,
+// n successes close; and a probe whose caller gave up gives its lease back.
+// The probe phases are started with HalfOpen, so no test waits for time.
+// Two breakers of one name on one gate stand for two processes.
+func TestAuditGobreakerMaxRequestsOnASharedGate(t *testing.T) {
+	const timeout = time.Minute
+	policy := gate.Policy{ConsecutiveFailures: 6, SuccessThreshold: 2, HalfOpenProbes: 2, HalfOpenCalls: 2,
+		Cooldown: timeout, CooldownMultiplier: 1}
+	t.Run("memory", func(t *testing.T) {
+		mem, err := memory.NewBreaker(policy)
+		require.NoError(t, err)
+		share := func() *process {
+			pr := &process{}
+			cb, err := breaker.New("payments", breaker.Config{Gate: mem,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			require.NoError(t, err)
+			pr.cb = cb
+			return pr
+		}
+		auditMaxRequests(t, share(), share(), timeout)
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := testutil.StartRedis(t)
+		auditMaxRequests(t, newProcess(t, srv.Addr, policy, breaker.Config{}),
+			newProcess(t, srv.Addr, policy, breaker.Config{}), timeout)
+	})
+}
+
+func auditMaxRequests(t *testing.T, a, b *process, timeout time.Duration) {
+	ctx := t.Context()
+	for range 6 {
+		require.ErrorIs(t, fail(ctx, a.cb), errDown)
+	}
+	var oe *breaker.OpenError
+	require.ErrorAs(t, ok(ctx, b.cb), &oe)
+	assert.Equal(t, gate.Open, oe.State)
+	assert.InDelta(t, timeout.Seconds(), oe.RetryAfter.Seconds(), 2)
+
+	require.NoError(t, a.cb.HalfOpen())
+	t1, err := a.cb.Allow(ctx)
+	require.NoError(t, err)
+	t2, err := b.cb.Allow(ctx)
+	require.NoError(t, err)
+	require.True(t, t1.Probe() && t2.Probe())
+	_, err = b.cb.Allow(ctx)
+	require.ErrorAs(t, err, &oe, "the third request of the phase is one too many")
+	assert.Equal(t, gate.HalfOpen, oe.State)
+	assert.Zero(t, oe.RetryAfter)
+	t2.Done(nil)
+	_, err = a.cb.Allow(ctx)
+	require.ErrorIs(t, err, breaker.ErrOpen, "the cap is per phase, not per lease in flight")
+	t1.Done(errDown)
+	assert.Equal(t, gate.Open, b.cb.State(), "one failure in half-open re-opens")
+	require.ErrorAs(t, ok(ctx, b.cb), &oe)
+	assert.InDelta(t, timeout.Seconds(), oe.RetryAfter.Seconds(), 2, "Timeout again, not grown")
+
+	// A probe whose caller gave up gives its lease back at once.
+	require.NoError(t, a.cb.HalfOpen())
+	cctx, cancel := context.WithCancel(ctx)
+	gone, err := a.cb.Allow(cctx)
+	require.NoError(t, err)
+	cancel()
+	gone.Done(cctx.Err())
+	require.NoError(t, ok(ctx, a.cb))
+	require.NoError(t, ok(ctx, b.cb))
+	assert.Equal(t, gate.Closed, a.cb.State(), "two successes closed it for both")
+	assert.Equal(t, gate.Closed, b.cb.State())
+	assert.Equal(t, uint64(1), a.cb.Metrics().Cancelled)
 }
