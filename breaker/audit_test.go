@@ -336,3 +336,60 @@ func auditMaxRequests(t *testing.T, a, b *process, timeout time.Duration) {
 	assert.Equal(t, gate.Closed, b.cb.State())
 	assert.Equal(t, uint64(1), a.cb.Metrics().Cancelled)
 }
+
+// Counts and Metrics agree on runs: exclusions and cancellations neither
+// extend nor break one, and rejections are not requests.
+func TestAuditRunsSkipUncountedCallsAndRejectionsAreNotRequests(t *testing.T) {
+	cb, _ := auditBreaker(t, gate.Policy{ConsecutiveFailures: 3, Cooldown: time.Minute},
+		breaker.Config{ExcludedErrors: []error{errAuditExcluded}})
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	cancelledInside := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		_ = cb.Execute(ctx, func(ctx context.Context) error { cancel(); return ctx.Err() })
+	}
+
+	_ = auditRun(cb, nil)
+	_ = auditRun(cb, errAuditExcluded)
+	cancelledInside()
+	_ = auditRun(cb, nil)
+	c, m := cb.Counts(), cb.Metrics()
+	assert.Equal(t, uint64(2), c.ConsecutiveSuccesses)
+	assert.Equal(t, uint64(2), m.ConsecutiveSuccesses)
+	assert.Equal(t, uint64(4), c.Requests)
+	assert.Equal(t, uint64(2), c.TotalExclusions)
+
+	_ = auditRun(cb, errAuditDown)
+	_ = auditRun(cb, errAuditExcluded)
+	_ = cb.Execute(done, func(context.Context) error { return nil }) // not admitted: not a request
+	cancelledInside()
+	_ = auditRun(cb, errAuditDown)
+	c, m = cb.Counts(), cb.Metrics()
+	assert.Equal(t, uint64(2), c.ConsecutiveFailures)
+	assert.Zero(t, c.ConsecutiveSuccesses)
+	assert.Equal(t, uint64(2), m.ConsecutiveFailures)
+	assert.Equal(t, uint64(8), c.Requests)
+	assert.Equal(t, gate.Closed, cb.State(), "the gate skipped them too: 2 of 3")
+
+	_ = auditRun(cb, errAuditDown)
+	require.Equal(t, gate.Open, cb.State())
+	require.ErrorIs(t, auditRun(cb, nil), breaker.ErrOpen)
+	assert.Equal(t, breaker.Counts{}, cb.Counts(), "a rejection is not a request")
+}
+
+// Fatal opens the breaker from any state: from a probe phase at once,
+// whatever probes are still in flight.
+func TestAuditFatalOpensFromHalfOpen(t *testing.T) {
+	cb, _ := auditBreaker(t, gate.Policy{SuccessThreshold: 2, HalfOpenProbes: 2, HalfOpenCalls: 2,
+		Cooldown: time.Minute, CooldownMultiplier: 1}, breaker.Config{})
+	require.NoError(t, cb.HalfOpen())
+	other, err := cb.Allow(t.Context())
+	require.NoError(t, err)
+	require.ErrorIs(t, auditRun(cb, breaker.Fatal(errAuditDown)), errAuditDown)
+	assert.Equal(t, gate.Open, cb.State())
+	var oe *breaker.OpenError
+	require.ErrorAs(t, auditRun(cb, nil), &oe)
+	assert.Equal(t, time.Minute, oe.RetryAfter)
+	other.Done(nil)
+	assert.Equal(t, gate.Open, cb.State(), "a probe of the ended phase cannot close it")
+}
