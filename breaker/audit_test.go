@@ -393,3 +393,37 @@ func TestAuditFatalOpensFromHalfOpen(t *testing.T) {
 	other.Done(nil)
 	assert.Equal(t, gate.Open, cb.State(), "a probe of the ended phase cannot close it")
 }
+
+// Force(ctx, gate.ForceClosed) holds the breaker Closed: failures, Fatal
+// errors and a ReadyToTrip that says trip are counted but open nothing,
+// until Close lets the policy run again.
+func TestAuditForceClosedHoldsAgainstEveryTrip(t *testing.T) {
+	var ev auditEvents
+	cb, _ := auditBreaker(t, gate.Policy{Cooldown: time.Minute}, breaker.Config{
+		ReadyToTrip:   func(c breaker.Counts) bool { return c.TotalFailures >= 2 },
+		OnStateChange: []func(breaker.StateChange){ev.listen},
+	})
+	_ = auditRun(cb, errAuditDown)
+	_ = auditRun(cb, errAuditDown)
+	require.Equal(t, gate.Open, cb.State())
+
+	require.NoError(t, cb.Force(t.Context(), gate.ForceClosed))
+	assert.Equal(t, gate.Closed, cb.State())
+	for range 4 {
+		require.ErrorIs(t, auditRun(cb, errAuditDown), errAuditDown)
+	}
+	require.ErrorIs(t, auditRun(cb, breaker.Fatal(errAuditDown)), errAuditDown)
+	assert.Equal(t, gate.Closed, cb.State(), "held closed")
+	assert.Equal(t, uint64(7), cb.Metrics().Failures, "still counted")
+
+	require.NoError(t, cb.Close())
+	_ = auditRun(cb, errAuditDown)
+	_ = auditRun(cb, errAuditDown)
+	assert.Equal(t, gate.Open, cb.State(), "the policy runs again")
+
+	var got []string
+	for _, e := range ev.all() {
+		got = append(got, e.From.String()+"→"+e.To.String())
+	}
+	assert.Equal(t, []string{"closed→open", "open→closed", "closed→open"}, got)
+}
