@@ -427,3 +427,32 @@ func TestAuditForceClosedHoldsAgainstEveryTrip(t *testing.T) {
 	}
 	assert.Equal(t, []string{"closed→open", "open→closed", "closed→open"}, got)
 }
+
+// A Token never finished holds its probe lease until Policy.ProbeTTL; then
+// another caller probes, and the late Done of the lost probe is Stale: it
+// neither re-opens nor closes the breaker.
+func TestAuditAnExpiredProbeLeaseIsTakenOverAndItsOutcomeIsStale(t *testing.T) {
+	const ttl = 10 * time.Second
+	cb, clk := auditBreaker(t, gate.Policy{Cooldown: time.Minute, ProbeTTL: ttl}, breaker.Config{})
+	require.NoError(t, cb.HalfOpen())
+	lost, err := cb.Allow(t.Context())
+	require.NoError(t, err)
+	require.True(t, lost.Probe())
+	clk.Advance(ttl - time.Millisecond)
+	var oe *breaker.OpenError
+	_, err = cb.Allow(t.Context())
+	require.ErrorAs(t, err, &oe, "the lease still lives")
+	assert.Equal(t, gate.HalfOpen, oe.State)
+
+	clk.Advance(time.Millisecond)
+	taker, err := cb.Allow(t.Context())
+	require.NoError(t, err, "the expired lease is taken over")
+	require.True(t, taker.Probe())
+	lost.Done(errAuditDown)
+	assert.Equal(t, gate.HalfOpen, cb.State(), "the lost probe's failure does not re-open")
+	m := cb.Metrics()
+	assert.Equal(t, uint64(1), m.Stale)
+	assert.Zero(t, m.Failures)
+	taker.Done(nil)
+	assert.Equal(t, gate.Closed, cb.State())
+}
