@@ -456,3 +456,28 @@ func TestAuditAnExpiredProbeLeaseIsTakenOverAndItsOutcomeIsStale(t *testing.T) {
 	taker.Done(nil)
 	assert.Equal(t, gate.Closed, cb.State())
 }
+
+// Interval starts the Counts again only while Closed, as gobreaker's does:
+// a probe phase keeps its counts however long it lasts, and the Closed
+// phase after it times its Interval from the close.
+func TestAuditIntervalClearsOnlyClosedCounts(t *testing.T) {
+	const interval = 10 * time.Second
+	cb, clk := auditBreaker(t, gate.Policy{SuccessThreshold: 3, HalfOpenProbes: 3, HalfOpenCalls: 3,
+		Cooldown: time.Minute, ProbeTTL: time.Hour}, breaker.Config{Interval: interval})
+	require.NoError(t, cb.HalfOpen())
+	require.NoError(t, auditRun(cb, nil))
+	clk.Advance(3 * interval)
+	require.NoError(t, auditRun(cb, nil))
+	c := cb.Counts()
+	assert.Equal(t, uint64(2), c.TotalSuccesses, "half-open counts do not roll")
+	assert.Equal(t, uint64(2), c.ConsecutiveSuccesses)
+
+	clk.Advance(interval / 2)
+	require.NoError(t, auditRun(cb, nil))
+	require.Equal(t, gate.Closed, cb.State())
+	require.ErrorIs(t, auditRun(cb, errAuditDown), errAuditDown)
+	clk.Advance(interval - time.Millisecond)
+	assert.Equal(t, uint64(1), cb.Counts().TotalFailures, "the Interval runs from the close")
+	clk.Advance(time.Millisecond)
+	assert.Equal(t, breaker.Counts{}, cb.Counts())
+}
