@@ -481,3 +481,27 @@ func TestAuditIntervalClearsOnlyClosedCounts(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	assert.Equal(t, breaker.Counts{}, cb.Counts())
 }
+
+// gobreaker's rolling window (Interval with a BucketPeriod) spans Interval,
+// whatever the number of buckets: Interval 60s in buckets of 20s forgets an
+// outcome about 60s later. The gate's Window is that span, so the mapping
+// is Policy.Window = Interval: an outcome is still in the window well
+// inside it and gone a bucket past it.
+func TestAuditGobreakerRollingWindowSpansInterval(t *testing.T) {
+	const interval, bucketPeriod = 60 * time.Second, 20 * time.Second
+	cb, clk := auditBreaker(t, gate.Policy{ConsecutiveFailures: gate.Disabled,
+		Window: interval, WindowMinCalls: 3, WindowFailureRate: 0.6}, breaker.Config{})
+	window := func() int {
+		snap, err := cb.Gate().Snapshot(t.Context(), cb.Name())
+		require.NoError(t, err)
+		return snap.WindowCalls
+	}
+	_ = auditRun(cb, errAuditDown)
+	_ = auditRun(cb, errAuditDown)
+	clk.Advance(interval - bucketPeriod)
+	assert.Equal(t, 2, window(), "still inside gobreaker's window")
+	clk.Advance(bucketPeriod + interval/10)
+	assert.Zero(t, window(), "gobreaker has rotated them out by now")
+	_ = auditRun(cb, errAuditDown)
+	assert.Equal(t, gate.Closed, cb.State(), "one failure of 1 in the window: gobreaker would not trip either")
+}
