@@ -505,3 +505,26 @@ func TestAuditGobreakerRollingWindowSpansInterval(t *testing.T) {
 	_ = auditRun(cb, errAuditDown)
 	assert.Equal(t, gate.Closed, cb.State(), "one failure of 1 in the window: gobreaker would not trip either")
 }
+
+// A panic in fn continues with its original value even when recording it
+// as a failure trips the breaker and a state-change listener panics too:
+// the caller recovers what its function panicked with, and the failure is
+// recorded.
+func TestAuditPanicKeepsItsValueWhenTheTripsListenerPanics(t *testing.T) {
+	cb, _ := auditBreaker(t, gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute}, breaker.Config{
+		OnStateChange: []func(breaker.StateChange){func(ev breaker.StateChange) {
+			if ev.To == gate.Open {
+				panic("listener")
+			}
+		}},
+	})
+	type fnPanic struct{}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_ = cb.Execute(t.Context(), func(context.Context) error { panic(fnPanic{}) })
+	}()
+	assert.Equal(t, fnPanic{}, got, "the function's panic, not the listener's")
+	assert.Equal(t, gate.Open, cb.State())
+	assert.Equal(t, uint64(1), cb.Metrics().Failures)
+}
