@@ -528,3 +528,26 @@ func TestAuditPanicKeepsItsValueWhenTheTripsListenerPanics(t *testing.T) {
 	assert.Equal(t, gate.Open, cb.State())
 	assert.Equal(t, uint64(1), cb.Metrics().Failures)
 }
+
+// Close drops every probe lease: a probe that finishes after it is stale
+// and counts against nothing; an Open hold rejects with RetryAfter 0.
+func TestAuditCloseDropsProbeLeasesAndOpenHoldsWithoutAnEnd(t *testing.T) {
+	cb, _ := auditBreaker(t, gate.Policy{ConsecutiveFailures: 1, Cooldown: time.Minute}, breaker.Config{})
+	require.NoError(t, cb.HalfOpen())
+	probe, err := cb.Allow(t.Context())
+	require.NoError(t, err)
+	require.True(t, probe.Probe())
+	require.NoError(t, cb.Close())
+	probe.Done(errAuditDown)
+	assert.Equal(t, gate.Closed, cb.State(), "the dropped probe's failure trips nothing")
+	m := cb.Metrics()
+	assert.Equal(t, uint64(1), m.Stale)
+	assert.Zero(t, m.Failures)
+
+	require.NoError(t, cb.Open())
+	var oe *breaker.OpenError
+	require.ErrorAs(t, auditRun(cb, nil), &oe)
+	assert.Equal(t, gate.Open, oe.State)
+	assert.Zero(t, oe.RetryAfter, "a hold has no certain end")
+	assert.Equal(t, gate.Open, cb.State())
+}
