@@ -551,3 +551,25 @@ func TestAuditCloseDropsProbeLeasesAndOpenHoldsWithoutAnEnd(t *testing.T) {
 	assert.Zero(t, oe.RetryAfter, "a hold has no certain end")
 	assert.Equal(t, gate.Open, cb.State())
 }
+
+// A ForceClosed hold made by one process holds every process sharing a
+// Redis gate: another process's failures and Fatal errors open nothing
+// until the hold is lifted.
+func TestAuditForceClosedHoldsEveryProcessOnRedis(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	ctx := t.Context()
+	policy := gate.Policy{ConsecutiveFailures: 2, Cooldown: time.Minute, CooldownMultiplier: 1}
+	a := newProcess(t, srv.Addr, policy, breaker.Config{})
+	b := newProcess(t, srv.Addr, policy, breaker.Config{})
+	require.NoError(t, a.cb.Force(ctx, gate.ForceClosed))
+	for range 4 {
+		require.ErrorIs(t, fail(ctx, b.cb), errDown)
+	}
+	require.ErrorIs(t, b.cb.Execute(ctx, func(context.Context) error { return breaker.Fatal(errDown) }), errDown)
+	assert.Equal(t, gate.Closed, b.cb.State(), "held closed for B too")
+	assert.Equal(t, uint64(5), b.cb.Metrics().Failures)
+	require.NoError(t, a.cb.Close())
+	require.ErrorIs(t, fail(ctx, b.cb), errDown)
+	require.ErrorIs(t, fail(ctx, b.cb), errDown)
+	assert.Equal(t, gate.Open, a.cb.State(), "the policy runs again")
+}
