@@ -392,14 +392,16 @@ func (b *Breaker) classify(ctx context.Context, err error, failed func(error) bo
 
 // abandon records a call that did not return: a panic (p != nil) is a
 // failure and is re-raised; runtime.Goexit (p == nil, e.g. t.FailNow in a
-// test) gives the lease back like a cancellation.
+// test) gives the lease back like a cancellation. The panic is re-raised
+// from a deferred call, so it continues with its original value even when
+// recording it makes a state-change listener panic.
 func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e *phase, p any) {
 	if p == nil {
 		b.record(ctx, d, e, resCancelled)
 		return
 	}
+	defer panic(p)
 	b.record(ctx, d, e, resFailure)
-	panic(p)
 }
 
 // record reports r to the gate, counts it locally as the gate took it, and

@@ -12,7 +12,7 @@ import (
 // Counts, with failsafe-go's execution metrics as methods. They start from
 // zero at every state change the breaker observes (every new generation of
 // the gate: a trip, the move to HalfOpen, a close, an operator's override),
-// every Config.Interval while Closed, and on Reset. An outcome of a call
+// every Config.Interval while Closed, and on ResetCounts. An outcome of a call
 // admitted before the counts started again is not counted, so a slow call
 // from an earlier phase cannot move them.
 //

@@ -98,8 +98,10 @@
 //	Name                       breaker.New(name, ...) (a name is required: it is the gate key)
 //	MaxRequests n              Policy{SuccessThreshold: n, HalfOpenProbes: n, HalfOpenCalls: n}
 //	Interval                   Config.Interval (starts the Counts again; the gate is unaffected)
-//	BucketPeriod (rolling)     Policy.Window = 10 × BucketPeriod, with WindowMinCalls and
-//	                           WindowFailureRate or WindowFailures; read it in Gate().Snapshot
+//	Interval with BucketPeriod Policy.Window = Interval (the span of gobreaker's rolling
+//	(rolling window)           window; the gate's buckets are Window/10), with WindowMinCalls
+//	                           and WindowFailureRate or WindowFailures; read it in
+//	                           Gate().Snapshot
 //	Timeout                    Policy.Cooldown, with CooldownMultiplier: 1
 //	ReadyToTrip(Counts)        Config.ReadyToTrip(Counts)
 //	default ReadyToTrip        Policy.ConsecutiveFailures: 6 (more than 5 in a row)

@@ -52,7 +52,8 @@ type StateChange struct {
 //     changes still queued are delivered by the next change. When that call
 //     was just admitted (Execute or Allow), it does not run: its admission
 //     is recorded as given back (Metrics.Cancelled), so a probe lease it
-//     held is free for the next caller.
+//     held is free for the next caller. When that call's own function
+//     panicked, the function's panic is the one that continues.
 //
 // What is observed: the gate is the truth. After each gate answer the
 // breaker compares the state in it with the last one it saw, and on a
