@@ -1,6 +1,7 @@
 package pgw_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -52,4 +53,28 @@ func TestHTTPClientStreamReachesTheSDKByteForByte(t *testing.T) {
 			assert.Equal(t, []string{"success"}, rec.Results())
 		})
 	}
+}
+
+// A JSON answer is read whole inside its attempt: one whose body is cut
+// short of its Content-Length is the source's failure and fails over, and
+// the SDK gets the backup's whole answer, never the cut one.
+func TestHTTPClientCutJSONAnswerFailsOver(t *testing.T) {
+	cut, _ := rawUpstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "500")
+		fmt.Fprint(w, `{"id":"x","choices":[`)
+	})
+	good, _ := rawUpstream(t, answerJSON)
+	gw, rec := newGateway(t, map[string]string{"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "a,b",
+		"CHAT__A__BASE_URL": cut + "/v1", "CHAT__A__PRIORITY": "0", "CHAT__B__BASE_URL": good + "/v1", "CHAT__B__PRIORITY": "1"})
+	resp := post(t, gw.HTTPClient("CHAT"), "chat/completions", chatBody(false))
+	body := readBody(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"hi"`)
+	att := rec.Attempts()
+	require.Len(t, att, 2)
+	assert.Equal(t, "a", att[0].Source)
+	assert.Equal(t, pgw.OutcomeFailure, att[0].Outcome)
+	assert.Equal(t, "b", att[1].Source)
+	assert.Equal(t, []string{"success"}, rec.Results())
 }
