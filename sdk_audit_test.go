@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +80,56 @@ func TestHTTPClientCutJSONAnswerFailsOver(t *testing.T) {
 	assert.Equal(t, pgw.OutcomeFailure, att[0].Outcome)
 	assert.Equal(t, "b", att[1].Source)
 	assert.Equal(t, []string{"success"}, rec.Results())
+}
+
+// A hold-off that outlasts the stall budget ends the call at once, with no
+// deadline on the request: the SDK gets the verdict — 424, not to be
+// retried, Retry-After the source's own wait — and ErrorFrom the
+// *AllSourcesExhausted behind it, without a second request to the source.
+func TestHTTPClientHoldOffPastTheStallBudgetIsAVerdictAtOnce(t *testing.T) {
+	u, rcv := rawUpstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`)
+	})
+	gw, _ := newGateway(t, map[string]string{"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "a",
+		"CHAT__STALL_WINDOW_S": "5", "CHAT__A__BASE_URL": u + "/v1"})
+	done := make(chan *http.Response, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, pgw.SDKBaseURL+"chat/completions", strings.NewReader(chatBody(false)))
+		if err != nil {
+			done <- nil
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := gw.HTTPClient("CHAT").Do(req)
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	var resp *http.Response
+	select {
+	case resp = <-done:
+	case <-time.After(time.Minute): // a watchdog: waiting out the 120 s hold-off is the fault
+		t.Fatal("the call waited for a hold-off longer than its stall budget")
+	}
+	require.NotNil(t, resp)
+	body := readBody(t, resp)
+	require.Equal(t, pgw.SDKVerdictStatus, resp.StatusCode, body)
+	assert.Equal(t, "false", resp.Header.Get("X-Should-Retry"))
+	assert.Equal(t, pgw.CodeExhausted, resp.Header.Get("X-Pgw-Code"))
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	assert.InDelta(t, 120, ra, 5, "the source's own wait")
+	var ase *pgw.AllSourcesExhausted
+	require.ErrorAs(t, pgw.ErrorFrom(&fakeSDKError{StatusCode: resp.StatusCode, Response: resp}), &ase)
+	assert.Greater(t, ase.RetryAfter, 100*time.Second)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, ase, &he)
+	assert.Equal(t, http.StatusTooManyRequests, he.StatusCode)
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	assert.Len(t, rcv.reqs, 1, "the held-off source is not asked again")
 }
