@@ -37,8 +37,12 @@ func FirstItem[T any](first func(item T) bool) StreamOption[T] {
 }
 
 // TerminalItem sets what counts as the stream's last item: once the caller
-// has it the call is a success, even if the caller closes before io.EOF.
-// Without it, only io.EOF ends a stream successfully.
+// has it the call is a success, even if the caller closes before io.EOF;
+// a stream that reaches io.EOF without it was cut (an SDK's stream often
+// ends cleanly on a body closed early — openai-go's does without its
+// "data: [DONE]"): Recv returns an error matching io.ErrUnexpectedEOF, the
+// call is the source's failure, and before the first item it fails over.
+// Without it, io.EOF ends a stream successfully.
 func TerminalItem[T any](terminal func(item T) bool) StreamOption[T] {
 	return func(s *retry.StreamSpec[T]) { s.Terminal = terminal }
 }
@@ -64,8 +68,9 @@ func EstimateTokens[T any](n int64) StreamOption[T] {
 // (FirstItem); until it arrives an error, a cut or an error return retries
 // and fails over under the scope's admission, backoff and budget. Then the
 // stream is returned and holds its source's admission (probe lease, quota
-// permit, pacer slot) until it ends: Success at io.EOF or the terminal
-// item (TerminalItem), a failure of the error's class when it is cut,
+// permit, pacer slot) until it ends: Success at io.EOF — or, with a
+// TerminalItem, at the terminal item, io.EOF before it being a cut — a
+// failure of the error's class when it is cut,
 // Released when the caller closes it early; ItemUsage settles the tokens.
 //
 // ctx bounds the whole stream, and so does the attempt's ctx that open
@@ -94,6 +99,16 @@ func CallStream[T any](ctx context.Context, gw *GatewayClient, scope string, ope
 	for _, o := range opts {
 		if o != nil {
 			o(&spec)
+		}
+	}
+	if spec.Terminal != nil {
+		open, terminal := spec.Open, spec.Terminal
+		spec.Open = func(ctx context.Context, src Source) (Streamer[T], error) {
+			inner, err := open(ctx, src)
+			if err != nil || inner == nil {
+				return inner, err
+			}
+			return &terminalWatch[T]{inner: inner, terminal: terminal}, nil
 		}
 	}
 	spec.OnEnd = func() {
@@ -205,3 +220,38 @@ func (g *GatewayClient) owned(scope string, f func()) func() {
 		ownpanic.Run(g.log, func(p any) string { return ownpanic.Redact(g.credentials(scope, ""))(p) }, f, scope, "")
 	}
 }
+
+// errNoTerminalItem cuts a CallStream stream with a TerminalItem that
+// reached io.EOF without it; it matches io.ErrUnexpectedEOF.
+type errNoTerminalItem struct{}
+
+func (errNoTerminalItem) Error() string {
+	return "pgw: the stream ended without its terminal item"
+}
+
+func (errNoTerminalItem) Is(target error) bool { return target == io.ErrUnexpectedEOF }
+
+// terminalWatch turns the io.EOF of a stream that has not yet yielded its
+// terminal item into errNoTerminalItem.
+type terminalWatch[T any] struct {
+	inner    Streamer[T]
+	terminal func(T) bool
+	seen     bool
+}
+
+func (w *terminalWatch[T]) Recv() (T, error) {
+	it, err := w.inner.Recv()
+	if err == nil {
+		if w.terminal(it) {
+			w.seen = true
+		}
+		return it, nil
+	}
+	if errors.Is(err, io.EOF) && !w.seen {
+		var zero T
+		return zero, errNoTerminalItem{}
+	}
+	return it, err
+}
+
+func (w *terminalWatch[T]) Close() error { return w.inner.Close() }
