@@ -57,3 +57,25 @@ func TestOpenAIGoInsideCallErrorsAreClassified(t *testing.T) {
 	assert.Equal(t, "context too long", ae.Message)
 	assert.Equal(t, 0, r3.backup.Count())
 }
+
+// openai-go's 429 without Retry-After whose rate-limit headers say the
+// request window is spent holds the source to that window's reset inside
+// pgw.Call: this call and the next go to the backup, and the primary is
+// not asked again before the reset.
+func TestOpenAIGoInsideCallSpentWindowHoldsTheSourceToItsReset(t *testing.T) {
+	r := newGovRig(t, wire.JSON(200, completion), nil)
+	r.primary.Next(wire.JSON(429, openAIError("rate_limit_exceeded", "slow"),
+		"x-ratelimit-limit-requests", "60", "x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "40s"))
+	for i := range 3 {
+		got, err := callSDK(r)
+		require.NoError(t, err, "call %d", i)
+		assert.Equal(t, "hi", got, "call %d", i)
+	}
+	assert.Equal(t, 1, r.primary.Count(), "held to the window's reset")
+	assert.Equal(t, 3, r.backup.Count())
+	snap, err := r.gw.Snapshot(context.Background(), "CHAT", "primary")
+	require.NoError(t, err)
+	require.NotNil(t, snap.Advertised, "the SDK error's headers reached the budget")
+	assert.Equal(t, int64(0), snap.Advertised.Requests.Remaining)
+	assert.InDelta(t, 40, snap.Advertised.Requests.Reset.Seconds(), 3)
+}
