@@ -37,12 +37,17 @@ func FirstItem[T any](first func(item T) bool) StreamOption[T] {
 }
 
 // TerminalItem sets what counts as the stream's last item: once the caller
-// has it the call is a success, even if the caller closes before io.EOF;
-// a stream that reaches io.EOF without it was cut (an SDK's stream often
-// ends cleanly on a body closed early — openai-go's does without its
-// "data: [DONE]"): Recv returns an error matching io.ErrUnexpectedEOF, the
-// call is the source's failure, and before the first item it fails over.
-// Without it, io.EOF ends a stream successfully.
+// has it the call is a success and the source's admission is given back
+// (the tokens settled are those the items up to it reported), even if the
+// caller closes before io.EOF. The stream still reads on: items after it
+// (openai-go's chunk of usage after the finish reason) are delivered, and
+// whatever ends the stream after it, an error included, is io.EOF; its ctx
+// lives until then or Close. A stream that reaches io.EOF without it was
+// cut (an SDK's stream often ends cleanly on a body closed early —
+// openai-go's does without its "data: [DONE]"): Recv returns an error
+// matching io.ErrUnexpectedEOF, the call is the source's failure, and
+// before the first item it fails over. Without it, io.EOF ends a stream
+// successfully.
 func TerminalItem[T any](terminal func(item T) bool) StreamOption[T] {
 	return func(s *retry.StreamSpec[T]) { s.Terminal = terminal }
 }

@@ -51,3 +51,71 @@ func TestCallStreamEOFBeforeTheFirstItemWithATerminalItemFailsOver(t *testing.T)
 	assert.Equal(t, []string{"a:failure", "b:success"}, rec.Outcomes())
 	assert.Equal(t, []string{"success"}, rec.Results())
 }
+
+// ctxAfterStream yields its items one by one, each only while its ctx
+// lives (an SDK's stream reads its body under the attempt's ctx), then
+// io.EOF.
+type ctxAfterStream struct {
+	ctx   context.Context
+	items []string
+}
+
+func (s *ctxAfterStream) Recv() (string, error) {
+	if err := s.ctx.Err(); err != nil {
+		return "", err
+	}
+	if len(s.items) == 0 {
+		return "", io.EOF
+	}
+	it := s.items[0]
+	s.items = s.items[1:]
+	return it, nil
+}
+
+func (s *ctxAfterStream) Close() error { return nil }
+
+// The terminal item ends the call — the source's success, its admission
+// back at once — but not the stream: what follows it (openai-go's last
+// chunk of usage comes after the finish reason) still reaches the caller,
+// and the stream then ends with io.EOF, not with the cancellation of an
+// attempt that ended.
+func TestCallStreamItemsAfterTheTerminalItemStillReachTheCaller(t *testing.T) {
+	gw, rec := streamScope(t)
+	st, err := pgw.CallStream(context.Background(), gw, "GEN", func(ctx context.Context, src pgw.Source) (pgw.Streamer[string], error) {
+		return &ctxAfterStream{ctx: ctx, items: []string{"x", "y", "END", "usage"}}, nil
+	}, pgw.TerminalItem(isEnd))
+	require.NoError(t, err)
+	var got []string
+	for {
+		it, err := st.Recv()
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		got = append(got, it)
+		if it == "END" {
+			assert.Equal(t, []string{"a:success"}, rec.Outcomes(), "the terminal item is the success")
+		}
+	}
+	assert.Equal(t, []string{"x", "y", "END", "usage"}, got)
+	require.NoError(t, st.Close())
+	assert.Equal(t, []string{"a:success"}, rec.Outcomes())
+	assert.Equal(t, []string{"success"}, rec.Results())
+}
+
+// An error past the terminal item — the body cut after the last event —
+// is not part of the answer: the caller gets io.EOF and the call stays a
+// success.
+func TestCallStreamErrorAfterTheTerminalItemIsTheEnd(t *testing.T) {
+	gw, rec := streamScope(t)
+	st, err := pgw.CallStream(context.Background(), gw, "GEN", func(ctx context.Context, src pgw.Source) (pgw.Streamer[string], error) {
+		return pgw.FromIterator[string](&sliceIter{items: []string{"x", "y", "END"}, err: io.ErrUnexpectedEOF}), nil
+	}, pgw.TerminalItem(isEnd))
+	require.NoError(t, err)
+	got, err := collect(t, st)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x", "y", "END"}, got)
+	require.NoError(t, st.Close())
+	assert.Equal(t, []string{"a:success"}, rec.Outcomes())
+	assert.Equal(t, []string{"success"}, rec.Results())
+}

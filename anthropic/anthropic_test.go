@@ -247,6 +247,8 @@ func TestFieldsTheMessagesAPICannotExpressAreErrorsNamingFieldAndSource(t *testi
 		{"message name", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi", Name: "bob"}}}, "Messages[0].Name"},
 		{"extra names a written key", transport.ChatRequest{Messages: user, Extra: map[string]any{"system": "x"}}, "Extra[system]"},
 		{"tool arguments not an object", transport.ChatRequest{Messages: []transport.Message{{Role: "assistant", ToolCalls: []transport.ToolCall{{ID: "c", Function: transport.FunctionCall{Name: "f", Arguments: `{"a":`}}}}}}, "Messages[0].ToolCalls[0].Function.Arguments"},
+		{"tool call without tools", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}, {Role: "assistant", ToolCalls: []transport.ToolCall{{ID: "c", Function: transport.FunctionCall{Name: "f", Arguments: `{}`}}}}, {Role: "tool", ToolCallID: "c", Content: "1"}}}, "Tools"},
+		{"tool result without tools, tool choice none", transport.ChatRequest{Messages: []transport.Message{{Role: "user", Content: "hi"}, {Role: "assistant", ToolCalls: []transport.ToolCall{{ID: "c", Function: transport.FunctionCall{Name: "f", Arguments: `{}`}}}}, {Role: "tool", ToolCallID: "c", Content: "1"}}, ToolChoice: transport.ToolChoiceNone}, "Tools"},
 		{"json format with tools", transport.ChatRequest{Messages: user, Tools: []transport.Tool{transport.FunctionTool("f", "", nil)}, ResponseFormat: &transport.ResponseFormat{Type: transport.FormatJSONObject}}, "ResponseFormat"},
 
 		{"empty user message", transport.ChatRequest{Messages: []transport.Message{{Role: "user"}}}, "Messages[0].Content"},

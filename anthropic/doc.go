@@ -54,7 +54,8 @@
 // a number, null: pgw does not rewrite what the model said), a tool result
 // that answers no call of the assistant message just before it or that
 // comes after a user message of its turn, a tool call with no result right
-// after its assistant message (a final assistant message may ask for tools) —
+// after its assistant message (a final assistant message may ask for tools),
+// a tool call or tool result in a request without Tools —
 // is a *transport.RequestError naming the field and the source, returned by
 // ValidateChat (the gateway checks every source before the first attempt)
 // and by ChatStream before anything is sent.

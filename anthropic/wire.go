@@ -207,6 +207,11 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 		r.Tools = []wireTool{{Name: answer, Description: desc, InputSchema: schema}}
 		r.ToolChoice = &wireToolChoice{Type: "tool", Name: answer}
 	}
+	if len(r.Tools) == 0 {
+		if at := toolTurnAt(req.Messages); at != "" {
+			return nil, "", unsupported(src, "Tools", "empty while "+at+" (legal on Anthropic: the Tools the conversation called, ToolChoice none to keep the model from calling them; the Messages API refuses tool_use and tool_result blocks in a request without tools, with a 400)")
+		}
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, "", fmt.Errorf("anthropic: source %q: encode request: %w", src.Name, err)
@@ -228,6 +233,20 @@ func buildBody(src transport.Source, req transport.ChatRequest) (body []byte, an
 		}
 	}
 	return b, answer, nil
+}
+
+// toolTurnAt names the first message of msgs that calls a tool or answers
+// a call ("Messages[2] calls a tool"), empty when none does.
+func toolTurnAt(msgs []transport.Message) string {
+	for i, m := range msgs {
+		switch {
+		case len(m.ToolCalls) > 0:
+			return fmt.Sprintf("Messages[%d] calls a tool", i)
+		case m.Role == transport.RoleTool:
+			return fmt.Sprintf("Messages[%d] is a tool result", i)
+		}
+	}
+	return ""
 }
 
 // mapMessages turns the chat's messages into the system text and the

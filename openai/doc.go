@@ -21,7 +21,8 @@
 // other than a tool result, or with a user message right after a tool
 // result, is a *transport.RequestError for it, as it refuses all three;
 // tool-call IDs it would refuse, other providers' call_… and toolu_…, go to
-// it as nine letters and digits derived from each, paired as written) and
+// it as nine letters and digits derived from each, paired as written, and a
+// developer message, a role it does not know, goes as a system message) and
 // turns each chunk's content, refusal and tool_calls pieces
 // into ChatChunks; usage carries cached prompt and reasoning tokens when
 // reported. Content, streamed or not, is a string or an array of parts, as

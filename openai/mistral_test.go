@@ -75,3 +75,32 @@ func TestChatMessageNameOnMistral(t *testing.T) {
 	require.Len(t, msgs, 3)
 	assert.Equal(t, "get_weather", msgs[2].(map[string]any)["name"], "a tool result's name goes to Mistral")
 }
+
+// Mistral's own API knows no developer role: a developer message goes to it
+// as a system message, in its place, and to every other host as written.
+func TestChatDeveloperRoleIsSystemOnMistral(t *testing.T) {
+	req := hello()
+	req.Messages = []transport.Message{
+		{Role: transport.RoleDeveloper, Content: "answer in French"},
+		{Role: transport.RoleUser, Content: "say hello"},
+	}
+	roles := func(base string) []any {
+		var h anyHost
+		body := h.sent(t, base, 0, req)
+		msgs, ok := body["messages"].([]any)
+		require.True(t, ok)
+		var out []any
+		for _, m := range msgs {
+			mm, ok := m.(map[string]any)
+			require.True(t, ok)
+			out = append(out, mm["role"])
+			assert.NotEmpty(t, mm["content"])
+		}
+		return out
+	}
+	assert.Equal(t, []any{"system", "user"}, roles(mistralBase))
+	assert.Equal(t, []any{"system", "user"}, roles("https://codestral.mistral.ai/v1"))
+	assert.Equal(t, []any{"developer", "user"}, roles("https://api.openai.com/v1"))
+	assert.Equal(t, []any{"developer", "user"}, roles("http://vllm:8000/v1"))
+	assert.Equal(t, transport.RoleDeveloper, req.Messages[0].Role, "the caller's request is not changed")
+}

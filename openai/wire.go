@@ -213,6 +213,11 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 	host := baseHost(src.BaseURL)
 	if isMistral(host) {
 		body.Messages = wireMessages(req.Messages, mistralToolCallIDs(req.Messages))
+		for i := range body.Messages {
+			if body.Messages[i].Role == transport.RoleDeveloper {
+				body.Messages[i].Role = transport.RoleSystem // the developer's instructions, in the role Mistral has for them
+			}
+		}
 		body.RandomSeed = req.Seed
 	} else {
 		body.Messages = wireMessages(req.Messages, sameID)
@@ -281,7 +286,8 @@ func isOpenAI(host string) bool {
 // codestral.mistral.ai), which answers an unknown body key with a 422 —
 // stream_options, seed (it names the seed random_seed), user, and name on
 // any message but a tool result among them — takes only tool-call IDs of
-// nine letters and digits (mistralToolCallIDs), and reports usage in the
+// nine letters and digits (mistralToolCallIDs), knows no developer role
+// (such a message is sent as a system message), and reports usage in the
 // last chunk of every stream without being asked.
 func isMistral(host string) bool {
 	return host == "mistral.ai" || strings.HasSuffix(host, ".mistral.ai")

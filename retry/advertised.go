@@ -31,6 +31,26 @@ func (an *answers) Receive(_ int, h http.Header) {
 	an.mu.Unlock()
 }
 
+// hearError hears the answer an attempt's error carries (StatusOf: an
+// SDK's error keeps its answer's headers), when the attempt's transport
+// brought no answer to the sink: an SDK on its own HTTP client hands pgw no
+// other, and its 429 that says a window is spent must hold the source to
+// the window's reset as the same answer through pgw's transports does.
+func (an *answers) hearError(err error) {
+	if an == nil || err == nil {
+		return
+	}
+	an.mu.Lock()
+	heard := len(an.got) > 0
+	an.mu.Unlock()
+	if heard {
+		return
+	}
+	if status, h, ok := StatusOf(err); ok && len(h) > 0 {
+		an.Receive(status, h)
+	}
+}
+
 // listen installs the attempt's response sink on ctx when the admission
 // reads rate-limit headers; nil otherwise.
 func listen(ctx context.Context, adm *admission.SourceAdmission, source string) (context.Context, *answers) {

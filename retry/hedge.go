@@ -637,6 +637,7 @@ func runLeg[T any](ctx, actx context.Context, l *Loop, lg *leg, src config.Sourc
 		r.class = Success
 		return
 	}
+	heard.hearError(r.err)
 	if ctx.Err() != nil {
 		r.class, r.outcome, r.err = Canceled, endedOutcome(ctx), ctx.Err()
 		return

@@ -588,6 +588,7 @@ func attemptOnce[T any](ctx context.Context, l *Loop, stall *StallClock, t *admi
 		return v, Success, nil
 	}
 	var zero T
+	heard.hearError(err)
 	class, res, outcome, err = l.failed(ctx, t.Source, &ls.Source, err)
 	return zero, class, err
 }

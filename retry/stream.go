@@ -45,8 +45,11 @@ type StreamSpec[T any] struct {
 	// back and delivered first, in order. nil means any item.
 	First func(item T) bool
 	// Terminal reports whether item is the stream's last: once the caller
-	// has it, the call is recorded as a success, even if the caller closes
-	// before io.EOF. nil means only io.EOF ends a stream successfully.
+	// has it, the call is recorded as a success and its admission given
+	// back, even if the caller closes before io.EOF; the stream is read on
+	// (later items are delivered, and anything that ends it is io.EOF),
+	// and its ctx and OnEnd wait for that end or Close. nil means only
+	// io.EOF ends a stream successfully.
 	Terminal func(item T) bool
 	// Failed returns the upstream error an item reports (an error event in
 	// the stream), nil for an ordinary item. Before the first item it fails
@@ -194,6 +197,13 @@ type ItemStream[T any] struct {
 	usage transport.Usage
 	total bool // an item reported TotalTokens: it is not the sum
 	done  atomic.Bool
+	// whole is set when the terminal item was delivered: the call is the
+	// source's success and its admission back, but the inner stream is
+	// still read to its end (what follows, such as a last chunk of usage,
+	// is delivered) and its ctx lives until then or Close; whatever ends
+	// it after that is io.EOF.
+	whole   atomic.Bool
+	stopped atomic.Bool // stopWhole ran
 	// ending is held while the stream's end is recorded and its admission
 	// given back, so that an end racing another (the caller's Close while
 	// a cancellation closes the stream) returns only once that is done.
@@ -240,9 +250,13 @@ func (s *ItemStream[T]) Recv() (T, error) {
 		s.note(it)
 		s.deliver(it)
 		return it, nil
-	case err == io.EOF:
+	case err == io.EOF || s.whole.Load():
+		// After the terminal item the answer is whole: an error past it
+		// (the ctx of an attempt that ended, a body cut after the last
+		// event) is not part of it.
 		s.end = io.EOF
 		s.succeed()
+		s.stopWhole()
 		return zero, io.EOF
 	}
 	if d, ok := sourceHTTPError(err, s.src, s.l.clock.Now()); ok {
@@ -278,7 +292,23 @@ func (s *ItemStream[T]) Close() error {
 		outcome = endedOutcome(s.ctx)
 	}
 	s.finish(admission.Result{Outcome: released, Tokens: settled(s.Usage())}, outcome, nil)
+	s.stopWhole()
 	return err
+}
+
+// stopWhole ends the attempt's ctx of a stream whose terminal item ended
+// the call, and runs its OnEnd: finish left both to the stream's end or
+// Close. Once.
+func (s *ItemStream[T]) stopWhole() {
+	if !s.whole.Load() || !s.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	if s.spec.OnEnd != nil {
+		defer s.spec.OnEnd()
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
 // deliver records the end a delivered item marks, if any.
@@ -293,6 +323,7 @@ func (s *ItemStream[T]) deliver(it T) {
 		}
 	}
 	if s.spec.Terminal != nil && s.spec.Terminal(it) {
+		s.whole.Store(true)
 		s.succeed()
 	}
 }
@@ -356,8 +387,9 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	if !s.done.CompareAndSwap(false, true) {
 		return
 	}
-	if s.spec.OnEnd != nil {
-		// Last, and even when the observer panics on a report.
+	if s.spec.OnEnd != nil && !s.whole.Load() {
+		// Last, and even when the observer panics on a report. A whole
+		// stream's runs at its end or Close (stopWhole).
 		defer s.spec.OnEnd()
 	}
 	called := false
@@ -373,8 +405,12 @@ func (s *ItemStream[T]) finish(r admission.Result, outcome string, err error) {
 	func() {
 		// Given back even when the report panics (an observer's bug),
 		// and the ctx ended even when a state change the give-back shows
-		// does.
-		defer s.cancel()
+		// does — save a whole stream's, which lives to its end or Close.
+		defer func() {
+			if !s.whole.Load() {
+				s.cancel()
+			}
+		}()
 		defer func() { _ = s.ticket.Done(s.ctx, r) }()
 		s.rep.end(outcome, err, usage)
 	}()

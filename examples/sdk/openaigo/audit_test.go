@@ -21,14 +21,6 @@ import (
 
 func TestCallStreamWithATerminalItemCatchesACleanCut(t *testing.T) {
 	r := newGovRig(t, wire.Events(roleChunk, chunk(`{"content":"one "}`, "")), nil)
-	finished := func(c openai.ChatCompletionChunk) bool {
-		for _, ch := range c.Choices {
-			if ch.FinishReason == "" {
-				return false
-			}
-		}
-		return len(c.Choices) > 0
-	}
 	st, err := pgw.CallStream(context.Background(), r.gw, "CHAT", func(ctx context.Context, src pgw.Source) (pgw.Streamer[openai.ChatCompletionChunk], error) {
 		c := openai.NewClient(option.WithBaseURL(src.BaseURL), option.WithAPIKey(src.APIKey.Reveal()), option.WithMaxRetries(0))
 		return pgw.FromIterator[openai.ChatCompletionChunk](c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
@@ -53,4 +45,14 @@ func TestCallStreamWithATerminalItemCatchesACleanCut(t *testing.T) {
 	assert.Equal(t, "one ", got)
 	assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure}, r.rec.Outcomes())
 	assert.Equal(t, 0, r.backup.Count(), "content reached the caller: no fail-over")
+}
+
+// The example's StreamViaCallStream names its terminal chunk, so a body
+// closed cleanly mid-answer is reported as a cut, with what arrived.
+func TestStreamViaCallStreamReportsACleanCut(t *testing.T) {
+	r := newGovRig(t, wire.Events(roleChunk, chunk(`{"content":"one "}`, "")), nil)
+	got, err := StreamViaCallStream(context.Background(), r.gw, "hello")
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, "one ", got)
+	assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure}, r.rec.Outcomes())
 }

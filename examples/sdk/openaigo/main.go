@@ -148,7 +148,10 @@ func ToolCall(ctx context.Context, client openai.Client) (name, args string, err
 
 // StreamViaCallStream streams with pgw.CallStream instead of the governed
 // HTTP client: each attempt opens the SDK's own stream on the source pgw
-// picked, and pgw retries until the first chunk that carries content.
+// picked, and pgw retries until the first chunk that carries content. The
+// SDK's stream ends without an error when the upstream closes the body
+// mid-answer, so TerminalItem names the chunk that ends a whole answer: an
+// end before it is a cut (io.ErrUnexpectedEOF, the source's failure).
 func StreamViaCallStream(ctx context.Context, gw *pgw.GatewayClient, prompt string) (string, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:         "gpt-4o-mini",
@@ -162,7 +165,7 @@ func StreamViaCallStream(ctx context.Context, gw *pgw.GatewayClient, prompt stri
 			p.Model = src.Model
 		}
 		return pgw.FromIterator[openai.ChatCompletionChunk](client.Chat.Completions.NewStreaming(ctx, p)), nil
-	}, pgw.FirstItem(hasContent), pgw.ItemUsage(chunkUsage))
+	}, pgw.FirstItem(hasContent), pgw.TerminalItem(finished), pgw.ItemUsage(chunkUsage))
 	if err != nil {
 		return "", err
 	}
@@ -191,6 +194,17 @@ func hasContent(c openai.ChatCompletionChunk) bool {
 		}
 	}
 	return false
+}
+
+// finished: the chunk that ends a whole answer, every choice with its
+// finish reason.
+func finished(c openai.ChatCompletionChunk) bool {
+	for _, ch := range c.Choices {
+		if ch.FinishReason == "" {
+			return false
+		}
+	}
+	return len(c.Choices) > 0
 }
 
 func chunkUsage(c openai.ChatCompletionChunk) (pgw.Usage, bool) {
