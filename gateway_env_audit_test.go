@@ -1,0 +1,218 @@
+package pgw_test
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw"
+	"github.com/pgw-go/pgw/config"
+	"github.com/pgw-go/pgw/internal/testutil"
+)
+
+// What a user touches first, pinned as a user meets it: a GatewayClient
+// built from env keys, its default OpenAI-compatible transports, and Close.
+
+// auditGwThreeFaces is CHAT, EMBEDDING and OCR, each one source "a" on up,
+// on the given breaker backend, plus extra key/value pairs.
+func auditGwThreeFaces(up *testutil.Upstream, backend string, extra ...string) map[string]string {
+	env := map[string]string{
+		"PGW_BREAKER_BACKEND": backend,
+		"PGW_SCOPES":          "CHAT,EMBEDDING,OCR",
+		"CHAT__SOURCES":       "a", "CHAT__A__BASE_URL": up.URL,
+		"EMBEDDING__SOURCES": "a", "EMBEDDING__A__BASE_URL": up.URL,
+		"OCR__SOURCES": "a", "OCR__A__BASE_URL": up.URL,
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	return env
+}
+
+// auditGwGoroutinesBackTo waits until the process runs no more goroutines
+// than base; the root package's tests run one at a time, so a count above
+// it after Close is something the gateway left running.
+func auditGwGoroutinesBackTo(t *testing.T, base int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		n := runtime.NumGoroutine()
+		if n <= base {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%s: %d goroutines left running (%d before New):\n%s", what, n-base, base, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCloseLeavesNothingRunningOnEveryBackend: "Close releases
+// everything". A gateway that served a call on every face and still has a
+// stream open, on the memory and on the Redis backends (prober, outcome
+// writer, go-redis pool, the default transports' connections), runs no
+// goroutine of its own once Close has returned.
+func TestCloseLeavesNothingRunningOnEveryBackend(t *testing.T) {
+	for _, backend := range []string{"memory", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			up := testutil.NewUpstream(t)
+			extra := []string{}
+			if backend == "redis" {
+				srv := testutil.StartRedis(t)
+				extra = append(extra, "PGW_REDIS_URL", "redis://"+srv.Addr, "PGW_REDIS_PREFIX", "pgw-gw-env-audit")
+			}
+			s, err := config.FromMap(auditGwThreeFaces(up, backend, extra...))
+			require.NoError(t, err)
+			runtime.GC()
+			base := runtime.NumGoroutine()
+
+			ctx := context.Background()
+			gw, err := pgw.New(ctx, *s, pgw.WithLogger(testLogger(t)))
+			require.NoError(t, err)
+			_, err = gw.Chat(ctx, hello())
+			require.NoError(t, err)
+			_, err = gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x", "y"}})
+			require.NoError(t, err)
+			_, err = gw.OCR(ctx, pgw.OCRRequest{Image: tinyPNG(t)})
+			require.NoError(t, err)
+			st, err := gw.ChatStream(ctx, hello())
+			require.NoError(t, err)
+			_, err = st.Recv()
+			require.NoError(t, err)
+
+			require.NoError(t, gw.Close())
+			_, err = st.Recv()
+			assert.ErrorIs(t, err, pgw.ErrClosed, "the open stream was closed by Close")
+			auditGwGoroutinesBackTo(t, base, backend)
+		})
+	}
+}
+
+// TestNewThatFailsOnRedisLeavesNothingRunning: under
+// PGW_REDIS_DOWN=fail_closed a Redis that refuses makes New fail; what New
+// had built by then (client, prober, writer) is released with it.
+func TestNewThatFailsOnRedisLeavesNothingRunning(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	s, err := config.FromMap(auditGwThreeFaces(up, "redis",
+		"PGW_REDIS_URL", "redis://127.0.0.1:1", "PGW_REDIS_DOWN", "fail_closed"))
+	require.NoError(t, err)
+	runtime.GC()
+	base := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gw, err := pgw.New(ctx, *s, pgw.WithLogger(testLogger(t)))
+	require.Error(t, err)
+	assert.Nil(t, gw)
+	auditGwGoroutinesBackTo(t, base, "a failed New")
+}
+
+// TestNoopBreakerStillAppliesQuotas: PGW_BREAKER_BACKEND=noop "always
+// allows: no breaker; quotas still apply". A source at RPM=1 admits its
+// one request of the minute, and the next call of a fail_fast scope ends
+// at once with quota_exhausted and the time until the bucket refills,
+// without reaching the upstream; on every face.
+func TestNoopBreakerStillAppliesQuotas(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, auditGwThreeFaces(up, "noop",
+		"CHAT__A__RPM", "1", "CHAT__QUOTA_FULL", "fail_fast",
+		"EMBEDDING__A__RPM", "1", "EMBEDDING__QUOTA_FULL", "fail_fast",
+		"OCR__A__RPM", "1", "OCR__QUOTA_FULL", "fail_fast"))
+	ctx := context.Background()
+	faces := map[string]func() error{
+		"CHAT": func() error { _, err := gw.Chat(ctx, hello()); return err },
+		"EMBEDDING": func() error {
+			_, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}})
+			return err
+		},
+		"OCR": func() error { _, err := gw.OCR(ctx, pgw.OCRRequest{Image: tinyPNG(t)}); return err },
+	}
+	for name, call := range faces {
+		before := up.TotalRequests()
+		require.NoError(t, call(), "%s: the minute's one request", name)
+		err := call()
+		var ae *pgw.AllSourcesExhausted
+		require.ErrorAs(t, err, &ae, "%s: the noop breaker let the quota refuse", name)
+		assert.Equal(t, "quota_exhausted", ae.Reason, name)
+		assert.Greater(t, ae.RetryAfter, 50*time.Second, "%s: a minute's bucket refills one request per minute", name)
+		assert.Equal(t, before+1, up.TotalRequests(), "%s: the refused call sent nothing", name)
+	}
+}
+
+// TestEmptyAPIKeySendsNoCredential: API_KEY's default is "empty (none
+// sent)": the default transports send no credential header at all — not an
+// "Authorization: Bearer " with nothing after it, nor an empty api-key — on
+// every face, for an openai and an azure source; a source with a key sends
+// it in its provider's header.
+func TestEmptyAPIKeySendsNoCredential(t *testing.T) {
+	for _, provider := range []string{"openai", "azure"} {
+		t.Run(provider, func(t *testing.T) {
+			up := testutil.NewUpstream(t)
+			gw, _ := newGateway(t, auditGwThreeFaces(up, "memory",
+				"CHAT__A__PROVIDER", provider, "EMBEDDING__A__PROVIDER", provider, "OCR__A__PROVIDER", provider))
+			ctx := context.Background()
+			_, err := gw.Chat(ctx, hello())
+			require.NoError(t, err)
+			_, err = gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}})
+			require.NoError(t, err)
+			_, err = gw.OCR(ctx, pgw.OCRRequest{Image: tinyPNG(t)})
+			require.NoError(t, err)
+			for _, ep := range []testutil.Endpoint{testutil.Chat, testutil.Embeddings, testutil.OCR} {
+				h := up.LastRequest(ep).Header
+				for _, name := range []string{"Authorization", "Api-Key", "X-Api-Key"} {
+					_, sent := h[name]
+					assert.False(t, sent, "%s request sent a %s header: %q", ep, name, h.Get(name))
+				}
+			}
+		})
+	}
+	up := testutil.NewUpstream(t)
+	gw, _ := newGateway(t, auditGwThreeFaces(up, "memory", "OCR__A__API_KEY", "sk-audit-ocr-key"))
+	_, err := gw.OCR(context.Background(), pgw.OCRRequest{Image: tinyPNG(t)})
+	require.NoError(t, err)
+	assert.Equal(t, "Bearer sk-audit-ocr-key", up.LastRequest(testutil.OCR).Authorization)
+}
+
+// TestA402OpensTheBreakerAtOnceOnEveryFace: a plain 402 Payment Required
+// (no billing code in its body) is fatal like 401 and 403: one answer
+// opens the source's breaker and the call fails over, on every face.
+func TestA402OpensTheBreakerAtOnceOnEveryFace(t *testing.T) {
+	bad, good := testutil.NewUpstream(t), testutil.NewUpstream(t)
+	for _, ep := range []testutil.Endpoint{testutil.Chat, testutil.Embeddings, testutil.OCR} {
+		bad.SetDefault(ep, testutil.Reply{Status: http.StatusPaymentRequired, Message: "payment required"})
+	}
+	env := map[string]string{"PGW_SCOPES": "CHAT,EMBEDDING,OCR"}
+	for _, sc := range []string{"CHAT", "EMBEDDING", "OCR"} {
+		env[sc+"__SOURCES"] = "bad,good"
+		env[sc+"__BAD__BASE_URL"] = bad.URL
+		env[sc+"__GOOD__BASE_URL"] = good.URL
+		env[sc+"__GOOD__PRIORITY"] = "1"
+	}
+	gw, rec := newGateway(t, env)
+	ctx := context.Background()
+	faces := []struct {
+		scope string
+		call  func() error
+	}{
+		{"CHAT", func() error { _, err := gw.Chat(ctx, hello()); return err }},
+		{"EMBEDDING", func() error { _, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}}); return err }},
+		{"OCR", func() error { _, err := gw.OCR(ctx, pgw.OCRRequest{Image: tinyPNG(t)}); return err }},
+	}
+	for i, f := range faces {
+		require.NoError(t, f.call(), f.scope)
+		snap, err := gw.Snapshot(ctx, f.scope, "bad")
+		require.NoError(t, err)
+		assert.Equal(t, pgw.StateOpen, snap.State, "%s: one 402 opens the breaker", f.scope)
+		require.NoError(t, f.call(), f.scope)
+		assert.Equal(t, i+1, bad.TotalRequests(), "%s: the open source is not called again", f.scope)
+	}
+	assert.Equal(t, []string{"bad:fatal", "good:success", "good:success",
+		"bad:fatal", "good:success", "good:success", "bad:fatal", "good:success", "good:success"}, rec.Outcomes())
+}
