@@ -216,3 +216,24 @@ func TestA402OpensTheBreakerAtOnceOnEveryFace(t *testing.T) {
 	assert.Equal(t, []string{"bad:fatal", "good:success", "good:success",
 		"bad:fatal", "good:success", "good:success", "bad:fatal", "good:success", "good:success"}, rec.Outcomes())
 }
+
+// TestAnyOtherStatusIsAFailureThatFailsOver: a status outside the named
+// rows (429; 401/402/403; 400/404/413/422) is an ordinary failure: the
+// call fails over to the next source, and the breaker counts it without
+// opening at once.
+func TestAnyOtherStatusIsAFailureThatFailsOver(t *testing.T) {
+	for _, status := range []int{http.StatusRequestTimeout, http.StatusConflict, http.StatusGone,
+		http.StatusTeapot, http.StatusUnavailableForLegalReasons, http.StatusNotImplemented} {
+		bad, good := testutil.NewUpstream(t), testutil.NewUpstream(t)
+		bad.SetDefault(testutil.Chat, testutil.Reply{Status: status, Message: "upstream said no"})
+		gw, rec := newGateway(t, map[string]string{
+			"PGW_SCOPES": "CHAT", "CHAT__SOURCES": "bad,good",
+			"CHAT__BAD__BASE_URL": bad.URL, "CHAT__GOOD__BASE_URL": good.URL, "CHAT__GOOD__PRIORITY": "1",
+		})
+		resp, err := gw.Chat(context.Background(), hello())
+		require.NoError(t, err, "status %d", status)
+		assert.Equal(t, "good", resp.Source, "status %d", status)
+		assert.Equal(t, []string{"bad:failure", "good:success"}, rec.Outcomes(), "status %d", status)
+		assert.Empty(t, rec.Transitions(), "status %d: one failure does not open the breaker", status)
+	}
+}
