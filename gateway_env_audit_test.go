@@ -2,8 +2,13 @@ package pgw_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,4 +241,136 @@ func TestAnyOtherStatusIsAFailureThatFailsOver(t *testing.T) {
 		assert.Equal(t, []string{"bad:failure", "good:success"}, rec.Outcomes(), "status %d", status)
 		assert.Empty(t, rec.Transitions(), "status %d: one failure does not open the breaker", status)
 	}
+}
+
+// auditGwHeldUpstream answers embeddings and OCR (non-streamed chat)
+// requests, each held until release is closed, and keeps the peak number
+// of requests in flight at once. arrived gets one value per request.
+type auditGwHeldUpstream struct {
+	URL     string
+	release chan struct{}
+	arrived chan struct{}
+	mu      sync.Mutex
+	now     int
+	peak    int
+}
+
+func newAuditGwHeldUpstream(t *testing.T) *auditGwHeldUpstream {
+	u := &auditGwHeldUpstream{release: make(chan struct{}), arrived: make(chan struct{}, 64)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		u.now++
+		u.peak = max(u.peak, u.now)
+		u.mu.Unlock()
+		defer func() { u.mu.Lock(); u.now--; u.mu.Unlock() }()
+		u.arrived <- struct{}{}
+		select {
+		case <-u.release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			_, _ = io.WriteString(w, `{"data":[{"index":0,"embedding":[1]}],"usage":{"prompt_tokens":1,"total_tokens":1}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"page"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	u.URL = srv.URL + "/v1"
+	return u
+}
+
+func (u *auditGwHeldUpstream) Peak() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.peak
+}
+
+// holdThenRelease waits for n requests to be in flight, gives a part
+// beyond the bound time to show up, then lets every request answer.
+func (u *auditGwHeldUpstream) holdThenRelease(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for range n {
+		select {
+		case <-u.arrived:
+		case <-timeout:
+			t.Fatalf("only some of %d parts reached the upstream", n)
+		}
+	}
+	// A part beyond the bound would arrive now; a slow machine can only
+	// hide one, never invent one.
+	time.Sleep(200 * time.Millisecond)
+	close(u.release)
+}
+
+// TestPartsRunFourAtOnceByDefaultAndTheInFlightSumBoundsThem:
+// WithConcurrency's default is 4 parts of one call at once, for Embed's
+// sub-batches and OCRPages' pages; when every source of the scope has a
+// MAX_IN_FLIGHT, their sum bounds it too, so under QUOTA_FULL=fail_fast no
+// part is refused the slot another part of the same call holds.
+func TestPartsRunFourAtOnceByDefaultAndTheInFlightSumBoundsThem(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		for _, face := range []string{"EMBEDDING", "OCR"} {
+			up := newAuditGwHeldUpstream(t)
+			gw, _ := newGateway(t, auditGwSplit(face, map[string]string{
+				"PGW_SCOPES": face, face + "__SOURCES": "a", face + "__A__BASE_URL": up.URL,
+			}))
+			done := make(chan error, 1)
+			go func() { done <- auditGwTenParts(t, gw, face) }()
+			up.holdThenRelease(t, 4)
+			require.NoError(t, <-done, face)
+			assert.Equal(t, 4, up.Peak(), "%s: parts at once by default", face)
+		}
+	})
+	t.Run("in-flight sum", func(t *testing.T) {
+		for _, face := range []string{"EMBEDDING", "OCR"} {
+			up := newAuditGwHeldUpstream(t)
+			gw, _ := newGateway(t, auditGwSplit(face, map[string]string{
+				"PGW_SCOPES": face, face + "__SOURCES": "a,b", face + "__QUOTA_FULL": "fail_fast",
+				face + "__A__BASE_URL": up.URL, face + "__A__MAX_IN_FLIGHT": "1",
+				face + "__B__BASE_URL": up.URL, face + "__B__MAX_IN_FLIGHT": "2",
+			}), pgw.WithConcurrency(8))
+			done := make(chan error, 1)
+			go func() { done <- auditGwTenParts(t, gw, face) }()
+			up.holdThenRelease(t, 3)
+			require.NoError(t, <-done, "%s: no part was refused a slot its siblings held", face)
+			assert.Equal(t, 3, up.Peak(), "%s: the sources' MAX_IN_FLIGHT sum bounds the parts", face)
+		}
+	})
+}
+
+// auditGwSplit gives every source of an EMBEDDING env BATCH_SIZE=1, so that
+// ten inputs are ten sub-batches; an OCR env is returned as it is.
+func auditGwSplit(face string, env map[string]string) map[string]string {
+	if face == "EMBEDDING" {
+		for _, name := range strings.Split(env["EMBEDDING__SOURCES"], ",") {
+			env["EMBEDDING__"+strings.ToUpper(name)+"__BATCH_SIZE"] = "1"
+		}
+	}
+	return env
+}
+
+// auditGwTenParts runs one call of ten parts on face.
+func auditGwTenParts(t *testing.T, gw *pgw.GatewayClient, face string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if face == "EMBEDDING" {
+		resp, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: strings.Split("a b c d e f g h i j", " ")})
+		if err == nil && len(resp.Vectors) != 10 {
+			return fmt.Errorf("%d vectors for 10 inputs", len(resp.Vectors))
+		}
+		return err
+	}
+	pages := make([]pgw.OCRRequest, 10)
+	for i := range pages {
+		pages[i] = pgw.OCRRequest{Image: tinyPNG(t)}
+	}
+	out, err := gw.OCRPages(ctx, pages)
+	if err == nil && len(out) != 10 {
+		return fmt.Errorf("%d results for 10 pages", len(out))
+	}
+	return err
 }
