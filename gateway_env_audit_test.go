@@ -374,3 +374,28 @@ func auditGwTenParts(t *testing.T, gw *pgw.GatewayClient, face string) error {
 	}
 	return err
 }
+
+// TestA5xxRetryAfterIsKeptButHoldsNothingOff: only a 429's Retry-After
+// holds a source off. A 503 with Retry-After is an ordinary failure: its
+// HTTPError keeps the Retry-After for the caller to read, and the next
+// attempt on the same (only) source follows the backoff, not the minute
+// the 503 asked for.
+func TestA5xxRetryAfterIsKeptButHoldsNothingOff(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	up.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable, RetryAfter: "60", Message: "maintenance"})
+	gw, rec := newGateway(t, oneSource(up.URL, "CHAT__MAX_ATTEMPTS", "2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := gw.Chat(ctx, hello())
+	require.NoError(t, err, "the second attempt was not held off for the 503's minute")
+	assert.Equal(t, []string{"a:failure", "a:success"}, rec.Outcomes())
+
+	up.SetDefault(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable, RetryAfter: "60", Message: "maintenance"})
+	_, err = gw.Chat(ctx, hello())
+	var gue *pgw.GatewayUnavailableError
+	require.ErrorAs(t, err, &gue)
+	var he *pgw.HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
+	assert.Equal(t, time.Minute, he.RetryAfter, "the 503's Retry-After, for the caller")
+}
