@@ -399,3 +399,75 @@ func TestA5xxRetryAfterIsKeptButHoldsNothingOff(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
 	assert.Equal(t, time.Minute, he.RetryAfter, "the 503's Retry-After, for the caller")
 }
+
+// TestFromTheEnvironmentEveryScopeFollowsCircuitOpen is the end-to-end run
+// through the process environment (t.Setenv, NewFromEnv — not FromMap): one
+// gateway with CHAT, EMBEDDING and OCR, each a single source whose first
+// answer is a 503 that opens its breaker. Under CIRCUIT_OPEN=fail_fast each
+// face ends at once with *CircuitOpenError (the cooldown left, the 503
+// reachable); under wait each waits the cooldown out and is served.
+func TestFromTheEnvironmentEveryScopeFollowsCircuitOpen(t *testing.T) {
+	for _, mode := range []string{"fail_fast", "wait"} {
+		t.Run(mode, func(t *testing.T) {
+			up := testutil.NewUpstream(t)
+			// fail_fast: a cooldown no retry outlives; wait: a short one.
+			cooldown := map[string]string{"fail_fast": "30", "wait": "0.2"}[mode]
+			t.Setenv("PGW_SCOPES", "CHAT,EMBEDDING,OCR")
+			for _, sc := range []string{"CHAT", "EMBEDDING", "OCR"} {
+				t.Setenv(sc+"__SOURCES", "solo")
+				t.Setenv(sc+"__SOLO__BASE_URL", up.URL)
+				t.Setenv(sc+"__CIRCUIT_OPEN", mode)
+				t.Setenv(sc+"__FAILURE_THRESHOLD", "1")
+				t.Setenv(sc+"__COOLDOWN_S", cooldown)
+				t.Setenv(sc+"__POLL_INTERVAL_S", "0.01")
+			}
+			rec := newRecorder()
+			gw, err := pgw.NewFromEnv(context.Background(), pgw.WithLogger(testLogger(t)), pgw.WithObserver(rec), fastBackoff)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, gw.Close()) })
+			assert.Equal(t, []string{"CHAT", "EMBEDDING", "OCR"}, gw.Scopes())
+
+			faces := []struct {
+				scope string
+				ep    testutil.Endpoint
+				call  func(context.Context) error
+			}{
+				{"CHAT", testutil.Chat, func(ctx context.Context) error { _, err := gw.Chat(ctx, hello()); return err }},
+				{"EMBEDDING", testutil.Embeddings, func(ctx context.Context) error {
+					_, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}})
+					return err
+				}},
+				{"OCR", testutil.OCR, func(ctx context.Context) error {
+					_, err := gw.OCR(ctx, pgw.OCRRequest{Image: tinyPNG(t)})
+					return err
+				}},
+			}
+			for _, f := range faces {
+				up.Enqueue(f.ep, testutil.Reply{Status: http.StatusServiceUnavailable, Message: "restarting"})
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				err := f.call(ctx)
+				cancel()
+				if mode == "wait" {
+					require.NoError(t, err, "%s: waited the cooldown out", f.scope)
+					assert.Equal(t, 2, up.Requests(f.ep), "%s: the 503, then the probe", f.scope)
+					continue
+				}
+				var coe *pgw.CircuitOpenError
+				require.ErrorAs(t, err, &coe, f.scope)
+				assert.Equal(t, f.scope, coe.Scope)
+				assert.Equal(t, []string{"solo"}, coe.Sources, f.scope)
+				assert.Greater(t, coe.RetryAfter, time.Duration(0), f.scope)
+				assert.LessOrEqual(t, coe.RetryAfter, 30*time.Second, "%s: at most the cooldown", f.scope)
+				var he *pgw.HTTPError
+				require.ErrorAs(t, err, &he, "%s: the 503 that opened the breaker is reachable", f.scope)
+				assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
+				assert.Equal(t, 1, up.Requests(f.ep), "%s: an open source is not called", f.scope)
+			}
+			want := map[string][]string{
+				"fail_fast": {"solo:failure", "solo:failure", "solo:failure"},
+				"wait":      {"solo:failure", "solo:success", "solo:failure", "solo:success", "solo:failure", "solo:success"},
+			}[mode]
+			assert.Equal(t, want, rec.Outcomes())
+		})
+	}
+}
