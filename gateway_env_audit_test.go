@@ -471,3 +471,34 @@ func TestFromTheEnvironmentEveryScopeFollowsCircuitOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestA429RetryAfterAsAnHTTPDateHoldsTheSourceOff: Retry-After in its
+// HTTP-date form holds the source off like the seconds form, through the
+// default transport and the whole gateway: under QUOTA_FULL=fail_fast the
+// call ends with quota_exhausted and the time left until that date, the
+// next call is refused without reaching the upstream, and the 429 is
+// reachable with errors.As.
+func TestA429RetryAfterAsAnHTTPDateHoldsTheSourceOff(t *testing.T) {
+	up := testutil.NewUpstream(t)
+	date := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat) // whole seconds: 29–30 s ahead
+	up.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusTooManyRequests, RetryAfter: date, Message: "slow down"})
+	gw, rec := newGateway(t, oneSource(up.URL, "CHAT__QUOTA_FULL", "fail_fast"))
+	ctx := context.Background()
+	for i := range 2 {
+		_, err := gw.Chat(ctx, hello())
+		var ae *pgw.AllSourcesExhausted
+		require.ErrorAs(t, err, &ae, "call %d", i+1)
+		assert.Equal(t, "quota_exhausted", ae.Reason)
+		assert.Equal(t, "retry_after", ae.Reasons["a"], "call %d", i+1)
+		assert.Greater(t, ae.RetryAfter, 20*time.Second, "call %d: the time left until the date", i+1)
+		assert.LessOrEqual(t, ae.RetryAfter, 30*time.Second, "call %d", i+1)
+		if i == 0 {
+			var he *pgw.HTTPError
+			require.ErrorAs(t, err, &he, "the 429 is reachable")
+			assert.Equal(t, http.StatusTooManyRequests, he.StatusCode)
+			assert.Greater(t, he.RetryAfter, 20*time.Second, "the date, as a duration")
+		}
+	}
+	assert.Equal(t, 1, up.Requests(testutil.Chat), "the held-off source was not called again")
+	assert.Equal(t, []string{"a:throttle"}, rec.Outcomes())
+}
