@@ -34,7 +34,9 @@ var ErrClosed = errs.ErrClosed
 // call goes through admission (memo, breaker, quota, pacer), retries with
 // backoff and fail-over, and the scope's stall budget. Build one
 // per process with New or NewFromEnv, share it, and Close it at shutdown.
-// Safe for concurrent use, Close included.
+// Safe for concurrent use, Close included. The zero value is not usable:
+// its methods, Close included, return an error saying it was not built by
+// New or NewFromEnv.
 type GatewayClient struct {
 	scopes map[string]*scope
 	byName byname.Index[*scope] // scopes, for the hot path
@@ -488,6 +490,9 @@ func (g *GatewayClient) Close() error {
 	if g == nil {
 		return errNilClient
 	}
+	if g.kill == nil {
+		return errNotBuilt
+	}
 	g.closeOnce.Do(func() {
 		g.mu.Lock()
 		g.closed = true
@@ -592,12 +597,19 @@ func (g *GatewayClient) typed(name string) (*scope, error) {
 // errNilClient is what a method called on a nil *GatewayClient returns.
 var errNilClient = errors.New("pgw: nil *GatewayClient")
 
+// errNotBuilt is what a method of a GatewayClient that New did not build
+// (a zero value) returns.
+var errNotBuilt = errors.New("pgw: GatewayClient not built by New or NewFromEnv (its zero value is not usable)")
+
 func (g *GatewayClient) scope(name string) (*scope, error) {
 	if g == nil {
 		return nil, errNilClient
 	}
 	if sc, _ := g.byName.Get(name); sc != nil {
 		return sc, nil
+	}
+	if g.kill == nil {
+		return nil, errNotBuilt
 	}
 	return nil, &UnknownScopeError{Scope: name, Configured: g.Scopes()}
 }

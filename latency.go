@@ -36,6 +36,9 @@ func (g *GatewayClient) WriteLatencyStatus(w io.Writer) error {
 	if g == nil {
 		return errNilClient
 	}
+	if g.kill == nil {
+		return errNotBuilt
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tSOURCE\tEWMA\tIN_FLIGHT\tP50\tP90\tOBSERVED")
 	for _, name := range g.names {
