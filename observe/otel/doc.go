@@ -44,6 +44,12 @@
 // PGW-EXHAUSTED on its wait and stalled on its span, one whose deadline
 // ended its wait deadline_exceeded and canceled.
 //
+// A hedged call's span has one "pgw.hedge" event per hedging event, stamped
+// when it happened: pgw.hedge.outcome (fired, won, wasted, canceled,
+// skipped_budget or skipped_no_source), pgw.hedge.primary (the source of
+// the attempt the hedge raced) and pgw.source (the hedge's source; absent
+// for a skipped one).
+//
 // An attempt's span carries gen_ai.operation.name ("chat" for chat and OCR,
 // "embeddings"), gen_ai.provider.name, gen_ai.request.model,
 // gen_ai.response.model (as the upstream names it), gen_ai.usage.input_tokens
