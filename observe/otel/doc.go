@@ -35,7 +35,8 @@
 // error (observe.Result…).
 //
 // A wait that ends without a source names why in its event's error.type:
-// canceled or deadline_exceeded when the caller's ctx ended it, otherwise
+// canceled or deadline_exceeded when the caller's ctx ended it, closed when
+// the gateway's Close did, otherwise
 // the stable code of pgw's error (PGW-CB-OPEN when the breakers cannot
 // reopen before the caller's deadline, PGW-EXHAUSTED when the quotas
 // cannot or the call stalled), or the error's Go type for any other. The
