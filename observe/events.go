@@ -256,7 +256,8 @@ type WaitEnd struct {
 	// Source is the admitted source; empty when the wait ended in an error.
 	Source string
 	// Err is why the wait ended without a source (stalled, cancelled, a
-	// gate error); nil when a source was admitted.
+	// gate error; ErrClosed of package pgw when the gateway's Close ended
+	// it); nil when a source was admitted.
 	Err error
 	// At is when the wait ended.
 	At time.Time
