@@ -36,14 +36,16 @@
 //
 // A wait that ends without a source names why in its event's error.type:
 // canceled or deadline_exceeded when the caller's ctx ended it, closed when
-// the gateway's Close did, otherwise
-// the stable code of pgw's error (PGW-CB-OPEN when the breakers cannot
-// reopen before the caller's deadline, PGW-EXHAUSTED when the quotas
-// cannot or the call stalled), or the error's Go type for any other. The
-// event names the error that ended the wait, the call's span the class of
-// the call's end, so the two differ for one call: a call that stalled has
-// PGW-EXHAUSTED on its wait and stalled on its span, one whose deadline
-// ended its wait deadline_exceeded and canceled.
+// the gateway's Close did, otherwise the stable code of pgw's error
+// (PGW-CB-OPEN when the breakers cannot reopen before the caller's
+// deadline, PGW-EXHAUSTED when the quotas cannot or the call stalled), or
+// for any other error the Go type of the innermost error of its chain that
+// is more than text (a gate's *net.OpError, not the *fmt.wrapError around
+// it), _OTHER when there is none. The event names the error that ended the
+// wait, the call's span the class of the call's end, so the two differ for
+// one call: a call that stalled has PGW-EXHAUSTED on its wait and stalled
+// on its span, one whose deadline ended its wait deadline_exceeded and
+// canceled.
 //
 // A hedged call's span has one "pgw.hedge" event per hedging event, stamped
 // when it happened: pgw.hedge.outcome (fired, won, wasted, canceled,

@@ -338,7 +338,7 @@ func (ob *Observer) server(baseURL string) []attribute.KeyValue {
 // call's result is closed too), canceled or deadline_exceeded when the
 // caller's ctx ended it, the error's stable code when it has one (pgw's own
 // errors: PGW-CB-OPEN, PGW-EXHAUSTED, …), otherwise its Go type, as the
-// conventions allow.
+// conventions allow (goType).
 func errorType(ctx context.Context, err error) string {
 	var coded interface{ Code() string }
 	switch {
@@ -351,5 +351,25 @@ func errorType(ctx context.Context, err error) string {
 	case errors.As(err, &coded) && coded.Code() != "":
 		return coded.Code()
 	}
-	return fmt.Sprintf("%T", err)
+	return goType(err)
+}
+
+// goType is the Go type of the innermost error of err's chain that is more
+// than text or a wrapper — a gate's "*net.OpError", not the
+// "*fmt.wrapError" that adds the scope and source to it — or the
+// conventions' fallback "_OTHER" when every error of the chain is only
+// text (errors.New, fmt.Errorf).
+func goType(err error) string {
+	name := ""
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch t := fmt.Sprintf("%T", e); t {
+		case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		default:
+			name = t
+		}
+	}
+	if name == "" {
+		return "_OTHER"
+	}
+	return name
 }
