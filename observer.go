@@ -199,13 +199,19 @@ func (l attemptLog) ObserveAttempt(a AttemptRecord) {
 	if !l.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 9)
+	attrs := make([]slog.Attr, 0, 11)
 	attrs = append(attrs,
 		slog.String("scope", a.Scope),
 		slog.String("source", a.Source),
 		slog.Int("attempt", a.Attempt),
 		slog.String("outcome", a.Outcome),
 		slog.Duration("latency", a.Latency.Round(time.Microsecond)))
+	if a.Status > 0 {
+		attrs = append(attrs, slog.Int("status", a.Status))
+	}
+	if a.RetryAfter > 0 {
+		attrs = append(attrs, slog.Duration("retry_after", a.RetryAfter))
+	}
 	if a.Probe {
 		attrs = append(attrs, slog.Bool("probe", true))
 	}

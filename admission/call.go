@@ -128,7 +128,7 @@ func (c *Call) PickInto(ctx context.Context, estTokens int64, into *Ticket) (*Ti
 	if c.waiting {
 		switch {
 		case err != nil:
-			c.leave(err, "")
+			c.leave(closedCause(ctx, err), "")
 		case t != nil:
 			c.leave(nil, t.Source)
 		}
@@ -183,7 +183,7 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 			// one of them, and fails only when none holds any.
 			again, err := c.sib.await(ctx, c.sibMark)
 			if err != nil {
-				c.leave(err, "")
+				c.leave(closedCause(ctx, err), "")
 				return err
 			}
 			if again {
@@ -245,10 +245,21 @@ func (c *Call) OnNoRunnable(ctx context.Context, rej Rejections) error {
 		}
 	}
 	if err := a.sleep(ctx, nap); err != nil {
-		c.leave(err, "")
+		c.leave(closedCause(ctx, err), "")
 		return err
 	}
 	return nil
+}
+
+// closedCause is the error a wait that err ended is reported with:
+// errs.ErrClosed when it is ctx's own error and the gateway's Close ended
+// ctx, so that the wait's log line and WaitEnd do not tell a Close as the
+// caller's cancellation; err otherwise.
+func closedCause(ctx context.Context, err error) error {
+	if err == ctx.Err() && errs.ClosedBy(ctx) {
+		return errs.ErrClosed
+	}
+	return err
 }
 
 // leave logs the end of a wait, if the call is waiting.

@@ -210,8 +210,10 @@ type Rejection struct {
 	// "retry_after" (an upstream's Retry-After holds the source off) or
 	// "adaptive_paced" (admission.Reason).
 	Reason string
-	// Limit names the quota limit that rejected ("rpm", "tpm",
-	// "in_flight") when Reason is "rate_limited"; empty otherwise.
+	// Limit names the limit that rejected when Reason is "rate_limited":
+	// the quota's "rpm", "tpm" or "in_flight", or the window of the budget
+	// the upstream advertised, "advertised_requests" or
+	// "advertised_tokens" (gate.Limit…); empty otherwise.
 	Limit string
 	// RetryAfter is the certain earliest wait the rejecting stage reported;
 	// 0 when unknown.
@@ -254,7 +256,8 @@ type WaitEnd struct {
 	// Source is the admitted source; empty when the wait ended in an error.
 	Source string
 	// Err is why the wait ended without a source (stalled, cancelled, a
-	// gate error); nil when a source was admitted.
+	// gate error; ErrClosed of package pgw when the gateway's Close ended
+	// it); nil when a source was admitted.
 	Err error
 	// At is when the wait ended.
 	At time.Time

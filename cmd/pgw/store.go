@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -39,12 +41,8 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 	} else if configured() {
 		fmt.Fprintf(stderr, "pgw: note: the gateway configuration in the environment does not load, so default policies and no quota limits are used: %v\n", err)
 	}
-	opt, err := goredis.ParseURL(o.redisURL)
-	if err != nil {
-		// The value is a secret and go-redis's reason may quote part of it:
-		// only the reason's words before the quote are shown.
-		why := strings.TrimPrefix(err.Error(), "redis: ")
-		why, _, _ = strings.Cut(why, ":")
+	opt, why := parseRedisURL(o.redisURL)
+	if why != "" {
 		return nil, fmt.Errorf("invalid %s: %s (legal: redis://[[user]:password@]host[:port][/db], rediss://…, unix:///path)", o.from["redis"], why)
 	}
 	// Scripts are not idempotent: a lost reply must not apply them twice.
@@ -71,6 +69,39 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 }
 
 func (st *store) close() { _ = st.c.Close() }
+
+// parseRedisURL returns go-redis's options for raw, or why raw is not a
+// Redis URL. The value is a secret and both Go's URL parser and go-redis
+// quote it, whole or in part, in their errors: only their words before the
+// quote are kept. A URL without "//" after its scheme ("redis:pw@host") is
+// refused: go-redis would read it as naming no host and dial the default
+// address instead.
+func parseRedisURL(raw string) (*goredis.Options, string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		why := err.Error()
+		if errors.As(err, &ue) {
+			why = ue.Err.Error()
+		}
+		why, _, _ = strings.Cut(why, `"`)
+		why, _, _ = strings.Cut(why, ":")
+		if why = strings.TrimSpace(why); why == "" {
+			why = "not a URL"
+		}
+		return nil, why
+	}
+	if u.Opaque != "" {
+		return nil, "missing // after the scheme"
+	}
+	opt, err := goredis.ParseURL(raw)
+	if err != nil {
+		why := strings.TrimPrefix(err.Error(), "redis: ")
+		why, _, _ = strings.Cut(why, ":")
+		return nil, why
+	}
+	return opt, ""
+}
 
 // seeds splits a cluster seed list, host:port,…, trimming spaces; ok is
 // false when an item is not a host:port (a Redis URL, a port out of range).

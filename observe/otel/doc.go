@@ -29,11 +29,29 @@
 //	├─ chat gpt-4o-mini           CLIENT    one span per attempt, named
 //	└─ chat gpt-4o-mini           CLIENT    "{gen_ai.operation.name} {gen_ai.request.model}"
 //
+// A call whose result is neither success nor abandoned has an error status
+// on its span, and its error.type is its pgw.result: circuit_open,
+// quota_exhausted, stalled, unavailable, caller_error, canceled, closed or
+// error (observe.Result…).
+//
 // A wait that ends without a source names why in its event's error.type:
-// canceled or deadline_exceeded when the caller's ctx ended it, otherwise
-// the stable code of pgw's error (PGW-CB-OPEN when the breakers cannot
-// reopen before the caller's deadline, PGW-EXHAUSTED when the quotas
-// cannot or the call stalled), or the error's Go type for any other.
+// canceled or deadline_exceeded when the caller's ctx ended it, closed when
+// the gateway's Close did, otherwise the stable code of pgw's error
+// (PGW-CB-OPEN when the breakers cannot reopen before the caller's
+// deadline, PGW-EXHAUSTED when the quotas cannot or the call stalled), or
+// for any other error the Go type of the innermost error of its chain that
+// is more than text (a gate's *net.OpError, not the *fmt.wrapError around
+// it), _OTHER when there is none. The event names the error that ended the
+// wait, the call's span the class of the call's end, so the two differ for
+// one call: a call that stalled has PGW-EXHAUSTED on its wait and stalled
+// on its span, one whose deadline ended its wait deadline_exceeded and
+// canceled.
+//
+// A hedged call's span has one "pgw.hedge" event per hedging event, stamped
+// when it happened: pgw.hedge.outcome (fired, won, wasted, canceled,
+// skipped_budget or skipped_no_source), pgw.hedge.primary (the source of
+// the attempt the hedge raced) and pgw.source (the hedge's source; absent
+// for a skipped one).
 //
 // An attempt's span carries gen_ai.operation.name ("chat" for chat and OCR,
 // "embeddings"), gen_ai.provider.name, gen_ai.request.model,

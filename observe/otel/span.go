@@ -17,6 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pgw-go/pgw"
 	"github.com/pgw-go/pgw/observe"
 )
 
@@ -101,7 +102,7 @@ func (ob *Observer) EndWait(ctx context.Context, e observe.WaitEnd) {
 		attrs = append(attrs, AttrSource.String(e.Source))
 	}
 	if e.Err != nil {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(e.Err)))
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(ctx, e.Err)))
 	}
 	cs.span.AddEvent(EventWait, trace.WithTimestamp(e.At.Add(-e.Waited)), trace.WithAttributes(attrs...))
 }
@@ -332,13 +333,17 @@ func (ob *Observer) server(baseURL string) []attribute.KeyValue {
 	return attrs
 }
 
-// errorType names why a wait ended without a source: canceled or
-// deadline_exceeded when the call's ctx ended it, the error's stable code
-// when it has one (pgw's own errors: PGW-CB-OPEN, PGW-EXHAUSTED, …),
-// otherwise its Go type, as the conventions allow.
-func errorType(err error) string {
+// errorType names why a wait ended without a source: closed when the
+// gateway's Close ended the call's ctx (its cause is pgw.ErrClosed; the
+// call's result is closed too), canceled or deadline_exceeded when the
+// caller's ctx ended it, the error's stable code when it has one (pgw's own
+// errors: PGW-CB-OPEN, PGW-EXHAUSTED, …), otherwise its Go type, as the
+// conventions allow (goType).
+func errorType(ctx context.Context, err error) string {
 	var coded interface{ Code() string }
 	switch {
+	case errors.Is(err, pgw.ErrClosed) || ctx.Err() != nil && errors.Is(context.Cause(ctx), pgw.ErrClosed):
+		return observe.ResultClosed
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -346,5 +351,25 @@ func errorType(err error) string {
 	case errors.As(err, &coded) && coded.Code() != "":
 		return coded.Code()
 	}
-	return fmt.Sprintf("%T", err)
+	return goType(err)
+}
+
+// goType is the Go type of the innermost error of err's chain that is more
+// than text or a wrapper — a gate's "*net.OpError", not the
+// "*fmt.wrapError" that adds the scope and source to it — or the
+// conventions' fallback "_OTHER" when every error of the chain is only
+// text (errors.New, fmt.Errorf).
+func goType(err error) string {
+	name := ""
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch t := fmt.Sprintf("%T", e); t {
+		case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		default:
+			name = t
+		}
+	}
+	if name == "" {
+		return "_OTHER"
+	}
+	return name
 }
