@@ -101,8 +101,21 @@ return redis.call('ZCARD', KEYS[1])
 `)
 
 // errOutage is the cause of the ErrUnreachable a gate returns at once
-// while its prober reports an outage.
+// while its prober reports an outage, when the outage's own cause is not
+// known.
 var errOutage = errors.New("outage in progress (the prober gets no answer from redis)")
+
+// outageError is the cause of the ErrUnreachable a gate returns at once
+// while its prober reports an outage: the error that started it — a probe
+// that got no answer, or a reply with which Redis refused to serve (a
+// replica's READONLY, a WRONGPASS), which an operator needs to see rather
+// than "no answer". Built once per outage, so a refused call allocates no
+// more than before.
+type outageError struct{ cause error }
+
+func (e *outageError) Error() string { return "outage in progress, started by: " + e.cause.Error() }
+
+func (e *outageError) Unwrap() error { return e.cause }
 
 // Prober is the one background watcher of a Redis per process (per
 // gateway): every interval it runs one short script, with its own timeout,
@@ -136,7 +149,8 @@ type Prober struct {
 	failures atomic.Int64
 
 	mu    sync.Mutex
-	since time.Time // start of the outage in progress
+	since time.Time                   // start of the outage in progress
+	cause atomic.Pointer[outageError] // what started the outage in progress
 
 	stop chan struct{}
 	done chan struct{}
@@ -199,6 +213,15 @@ func (p *Prober) Down() bool { return p.down.Load() }
 // heartbeat that Redis answered, this one included (1 before the first).
 // During an outage it keeps its last value.
 func (p *Prober) Processes() int { return int(p.procs.Load()) }
+
+// outageErr returns the cause of the outage in progress (outageError),
+// errOutage when none is recorded.
+func (p *Prober) outageErr() error {
+	if e := p.cause.Load(); e != nil {
+		return e
+	}
+	return errOutage
+}
 
 // Probes returns how many probes ran and how many of them failed.
 func (p *Prober) Probes() (probes, failures int64) { return p.probes.Load(), p.failures.Load() }
@@ -263,8 +286,10 @@ func (p *Prober) probe() error {
 	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) && !notServed(err) {
-		// Redis answered, with an error of its own (a script error, an
-		// ACL refusal): it is reachable, and the gates will report it.
+		// Redis answered, with an error of its own (a script error): it
+		// is reachable, and the gates will report it. (A reply with which
+		// it refuses to serve — notServed: a replica's READONLY, an OOM, a
+		// WRONGPASS — is an outage.)
 		p.recovered()
 		return nil
 	}
@@ -283,6 +308,11 @@ func (p *Prober) report(err error) {
 		return
 	}
 	p.since = time.Now()
+	cause := err
+	if u, ok := err.(*UnreachableError); ok {
+		cause = u.Err // a caller's error: the gate's wrapping says it again
+	}
+	p.cause.Store(&outageError{cause: cause})
 	p.down.Store(true)
 	if p.cfg.mode == FailOpen {
 		p.cfg.log.Warn("pgw: redis unreachable, gates serving from local fallbacks until it answers",
