@@ -131,7 +131,9 @@ func (e *outageError) Unwrap() error { return e.cause }
 // fallback, fail_closed fails at once with ErrUnreachable — and only the
 // prober's answer ends the outage. A caller's operation that finds Redis
 // unreachable starts the outage at once (a second signal, faster than the
-// next probe).
+// next probe), and a gate operation of the prober's client that is retrying
+// a reply with which Redis could not serve now (TRYAGAIN, READONLY, …)
+// stops retrying once the outage starts.
 //
 // The heartbeats count the processes recently alive in Redis (Processes),
 // from which a FleetQuota takes this process's share of each limit during an
@@ -202,6 +204,7 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	p.procs.Store(1)
+	probers.Store(processor(c), p)
 	go p.run()
 	return p, nil
 }
@@ -232,7 +235,10 @@ func (p *Prober) Interval() time.Duration { return p.cfg.interval }
 // Close stops the prober and waits for its goroutine. The heartbeat is left
 // to expire. Idempotent.
 func (p *Prober) Close() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() {
+		probers.CompareAndDelete(processor(p.c), p)
+		close(p.stop)
+	})
 	<-p.done
 }
 
