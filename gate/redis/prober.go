@@ -110,12 +110,12 @@ var errOutage = errors.New("outage in progress (the prober gets no answer from r
 // that got no answer, or a reply with which Redis refused to serve (a
 // replica's READONLY, a WRONGPASS), which an operator needs to see rather
 // than "no answer". Built once per outage, so a refused call allocates no
-// more than before.
-type outageError struct{ cause error }
+// more than before. It quotes the cause but does not wrap it: a probe's
+// timeout that started the outage is not this call's deadline, and
+// errors.Is(err, context.DeadlineExceeded) must not say it is.
+type outageError struct{ cause string }
 
-func (e *outageError) Error() string { return "outage in progress, started by: " + e.cause.Error() }
-
-func (e *outageError) Unwrap() error { return e.cause }
+func (e *outageError) Error() string { return "outage in progress, started by: " + e.cause }
 
 // Prober is the one background watcher of a Redis per process (per
 // gateway): every interval it runs one short script, with its own timeout,
@@ -318,7 +318,7 @@ func (p *Prober) report(err error) {
 	if u, ok := err.(*UnreachableError); ok {
 		cause = u.Err // a caller's error: the gate's wrapping says it again
 	}
-	p.cause.Store(&outageError{cause: cause})
+	p.cause.Store(&outageError{cause: cause.Error()})
 	p.down.Store(true)
 	if p.cfg.mode == FailOpen {
 		p.cfg.log.Warn("pgw: redis unreachable, gates serving from local fallbacks until it answers",
