@@ -61,7 +61,7 @@ func TestAuditRedisFleetOfGatewaysStaysWithinItsLimitsDuringAnOutage(t *testing.
 		out, err := srv.Do("ZCARD", prefix+":{pgw-fleet}:alive")
 		return err == nil && strings.TrimSpace(out) == "3"
 	}, 10*time.Second, 10*time.Millisecond, "each gateway's heartbeat is in Redis")
-	time.Sleep(500 * time.Millisecond) // every prober has counted the fleet since
+	time.Sleep(time.Second) // every prober (0.2 s apart) has counted the fleet since
 
 	for _, px := range pxs {
 		px.SetMode(testutil.ProxyReset)

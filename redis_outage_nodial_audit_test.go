@@ -100,8 +100,8 @@ func TestAuditRedisNoCallerDialsDuringAnOutage(t *testing.T) {
 				"PGW_REDIS_URL":                  "redis://" + red.ln.Addr().String() + "/0",
 				"PGW_REDIS_PREFIX":               "pgw-audit-nodial",
 				"PGW_REDIS_DOWN":                 mode,
-				"PGW_REDIS_PROBE_INTERVAL_S":     "0.5",
-				"PGW_REDIS_PROBE_BACKOFF_S":      "30", // few probes once the outage runs
+				"PGW_REDIS_PROBE_INTERVAL_S":     "2",  // the first probe after the outage's start is 2 s later
+				"PGW_REDIS_PROBE_BACKOFF_S":      "30", // and few after it
 				"PGW_SCOPES":                     "RERANK",
 				"RERANK__SOURCES":                "primary,backup",
 				"RERANK__PRIMARY__RPM":           "6000",
