@@ -15,10 +15,12 @@ import (
 type admitRejectionStep int
 
 const (
-	arTake  admitRejectionStep = iota // take one permit of estTokens and keep it
-	arTrip                            // open the breaker (ConsecutiveFailures is 1)
-	arCool                            // wait out the cooldown
-	arForce                           // force the record open (the gate must be a gate.Forcer)
+	arTake          admitRejectionStep = iota // take one permit of estTokens and keep it
+	arTrip                                    // open the breaker (ConsecutiveFailures is 1)
+	arCool                                    // wait out the cooldown
+	arForce                                   // force the record open (the gate must be a gate.Forcer)
+	arForceClosed                             // force the record closed
+	arForceHalfOpen                           // force the record half-open
 )
 
 // runAdmitTakesNothing pins the half of gate.Admitter that a single probe of
@@ -49,6 +51,8 @@ func runAdmitTakesNothing(t *testing.T, newGates AdmitFactory, nonce string, pol
 		{name: "ProbeGivenBackOnRequestsRejection", limits: gate.Limits{RPM: 1, TPM: 100, MaxInFlight: 3}, steps: []admitRejectionStep{arTrip, arTake, arCool}, est: est},
 		{name: "OpenTakesNothing", limits: gate.Limits{RPM: 3, TPM: 100, MaxInFlight: 2}, steps: []admitRejectionStep{arTrip}, est: est},
 		{name: "ForcedOpenTakesNothing", limits: gate.Limits{RPM: 3, TPM: 100, MaxInFlight: 2}, steps: []admitRejectionStep{arForce}, est: est},
+		{name: "ForcedClosedOpenBreakerGivenBackOnTokensRejection", limits: gate.Limits{RPM: 5, TPM: 15, MaxInFlight: 3}, steps: []admitRejectionStep{arTrip, arForceClosed, arTake}, est: est},
+		{name: "ForcedHalfOpenProbeGivenBackOnInFlightRejection", limits: gate.Limits{RPM: 5, TPM: 100, MaxInFlight: 1}, steps: []admitRejectionStep{arForceHalfOpen, arTake}, est: est},
 		{name: "EstimateAboveTheTPMIsRefused", limits: gate.Limits{RPM: 3, TPM: 15, MaxInFlight: 2}, steps: []admitRejectionStep{arTrip, arCool}, est: 16, errs: true},
 	} {
 		t.Run("AdmitTakesNothing/"+c.name, func(t *testing.T) {
@@ -69,12 +73,13 @@ func runAdmitTakesNothing(t *testing.T, newGates AdmitFactory, nonce string, pol
 						held[src] = append(held[src], p)
 					case arTrip:
 						h.trip(src)
-					case arForce:
+					case arForce, arForceClosed, arForceHalfOpen:
 						f, ok := b.(gate.Forcer)
 						if !ok {
 							t.Skip("the breaker gate is not a gate.Forcer")
 						}
-						require.NoError(t, f.Force(ctx, src, gate.ForceOpen))
+						force := map[admitRejectionStep]gate.Force{arForce: gate.ForceOpen, arForceClosed: gate.ForceClosed, arForceHalfOpen: gate.ForceHalfOpen}[s]
+						require.NoError(t, f.Force(ctx, src, force))
 					}
 				}
 				if s == arCool {
