@@ -204,7 +204,9 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	p.procs.Store(1)
-	probers.Store(processor(c), p)
+	if registrable(c) {
+		probers.Store(processor(c), p)
+	}
 	go p.run()
 	return p, nil
 }
@@ -236,7 +238,9 @@ func (p *Prober) Interval() time.Duration { return p.cfg.interval }
 // to expire. Idempotent.
 func (p *Prober) Close() {
 	p.once.Do(func() {
-		probers.CompareAndDelete(processor(p.c), p)
+		if registrable(p.c) {
+			probers.CompareAndDelete(processor(p.c), p)
+		}
 		close(p.stop)
 	})
 	<-p.done
@@ -315,7 +319,7 @@ func (p *Prober) report(err error) {
 	}
 	p.since = time.Now()
 	cause := err
-	if u, ok := err.(*UnreachableError); ok {
+	if u := (*UnreachableError)(nil); errors.As(err, &u) && u.Err != nil {
 		cause = u.Err // a caller's error: the gate's wrapping says it again
 	}
 	p.cause.Store(&outageError{cause: cause.Error()})

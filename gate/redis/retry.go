@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -152,13 +153,20 @@ var probers sync.Map
 
 // proberOf returns the Prober watching c, nil when none is.
 func proberOf(c processor) *Prober {
-	if c == nil {
+	if !registrable(c) {
 		return nil
 	}
 	if v, ok := probers.Load(c); ok {
 		return v.(*Prober)
 	}
 	return nil
+}
+
+// registrable reports whether c can key probers: a client of a type that
+// is not comparable (a struct value with a slice in it, say) would make
+// the map panic, and is simply not watched.
+func registrable(c processor) bool {
+	return c != nil && reflect.TypeOf(c).Comparable()
 }
 
 // pauser is the time retryOn reads and waits on: the wall clock, or a

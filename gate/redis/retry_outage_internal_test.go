@@ -68,3 +68,20 @@ func (s *auditRetryScripter) Process(ctx context.Context, cmd goredis.Cmder) err
 	}
 	return err
 }
+
+// auditValueClient is a processor of a type that is not comparable.
+type auditValueClient struct {
+	*notHereScripter
+	tags []string
+}
+
+// A client of a type that cannot key a map is not watched, and its
+// retries neither panic nor stop.
+func TestRetryOfANotServedReplyOnAnIncomparableClient(t *testing.T) {
+	s := newLua("return 7")
+	c := auditValueClient{notHereScripter: &notHereScripter{replies: []error{replyErr("TRYAGAIN x"), nil}}, tags: []string{"a"}}
+	v, err := runScript(context.Background(), c, s, []string{"k"}).Int64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 7, v)
+	assert.Equal(t, 2, c.calls)
+}
