@@ -23,7 +23,7 @@ import (
 // (MaxRetries -1) unless the URL asks for retries, and each connection is
 // dialled once (DialerRetries 1; the prober retries). The caller's
 // deadline bounds each gate operation (ContextTimeoutEnabled): without it
-// go-redis waits out its read timeout (5 s by default) whatever the ctx
+// go-redis waits out its read timeout (5 s by default, read_timeout in the URL) whatever the ctx
 // says, and a call with a 100 ms deadline on a stalled Redis returned after
 // the whole stall (internal/faultsuite, TestCallerDeadlineBoundsGateOperationsOnASlowRedis).
 func newRedisClient(rs config.RedisSettings) (goredis.UniversalClient, error) {

@@ -26,7 +26,9 @@ type AdmitFactory func(t *testing.T, p gate.Policy, limits map[string]gate.Limit
 // tokens compare by their place in each source's own sequence, not by value
 // (a backend may start a record's numbers anywhere, as the Redis gate does
 // from the server's clock), and every number a source hands out must be above
-// all it handed out before.
+// all it handed out before. Sources with several limits then pin that a
+// rejection by either gate takes nothing from the other nor from another
+// limit of the same gate, by draining each twin afterwards.
 func RunAdmit(t *testing.T, newGates AdmitFactory) {
 	t.Helper()
 	run := runCounter.Add(1)
@@ -126,6 +128,7 @@ func RunAdmit(t *testing.T, newGates AdmitFactory) {
 		})
 	}
 	runDoneContext(t, newGates, nonce, policy)
+	runAdmitTakesNothing(t, newGates, nonce, policy)
 }
 
 // runDoneContext pins that an admission asked with a ctx already done is

@@ -68,7 +68,7 @@ func (o *outage) Degraded() bool {
 // asking Redis, while its prober reports an outage; nil otherwise.
 func (o *outage) outageNow(op string) error {
 	if o.pr != nil && o.pr.Down() {
-		return &UnreachableError{Op: op, Err: errOutage}
+		return &UnreachableError{Op: op, Err: o.pr.outageErr()}
 	}
 	return nil
 }

@@ -101,8 +101,21 @@ return redis.call('ZCARD', KEYS[1])
 `)
 
 // errOutage is the cause of the ErrUnreachable a gate returns at once
-// while its prober reports an outage.
+// while its prober reports an outage, when the outage's own cause is not
+// known.
 var errOutage = errors.New("outage in progress (the prober gets no answer from redis)")
+
+// outageError is the cause of the ErrUnreachable a gate returns at once
+// while its prober reports an outage: the error that started it — a probe
+// that got no answer, or a reply with which Redis refused to serve (a
+// replica's READONLY, a WRONGPASS), which an operator needs to see rather
+// than "no answer". Built once per outage, so a refused call allocates no
+// more than before. It quotes the cause but does not wrap it: a probe's
+// timeout that started the outage is not this call's deadline, and
+// errors.Is(err, context.DeadlineExceeded) must not say it is.
+type outageError struct{ cause string }
+
+func (e *outageError) Error() string { return "outage in progress, started by: " + e.cause }
 
 // Prober is the one background watcher of a Redis per process (per
 // gateway): every interval it runs one short script, with its own timeout,
@@ -118,7 +131,9 @@ var errOutage = errors.New("outage in progress (the prober gets no answer from r
 // fallback, fail_closed fails at once with ErrUnreachable — and only the
 // prober's answer ends the outage. A caller's operation that finds Redis
 // unreachable starts the outage at once (a second signal, faster than the
-// next probe).
+// next probe), and a gate operation of the prober's client that is retrying
+// a reply with which Redis could not serve now (TRYAGAIN, READONLY, …)
+// stops retrying once the outage starts.
 //
 // The heartbeats count the processes recently alive in Redis (Processes),
 // from which a FleetQuota takes this process's share of each limit during an
@@ -136,7 +151,8 @@ type Prober struct {
 	failures atomic.Int64
 
 	mu    sync.Mutex
-	since time.Time // start of the outage in progress
+	since time.Time                   // start of the outage in progress
+	cause atomic.Pointer[outageError] // what started the outage in progress
 
 	stop chan struct{}
 	done chan struct{}
@@ -188,6 +204,9 @@ func NewProber(c goredis.UniversalClient, opts ...ProberOption) (*Prober, error)
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	p.procs.Store(1)
+	if registrable(c) {
+		probers.Store(processor(c), p)
+	}
 	go p.run()
 	return p, nil
 }
@@ -200,6 +219,15 @@ func (p *Prober) Down() bool { return p.down.Load() }
 // During an outage it keeps its last value.
 func (p *Prober) Processes() int { return int(p.procs.Load()) }
 
+// outageErr returns the cause of the outage in progress (outageError),
+// errOutage when none is recorded.
+func (p *Prober) outageErr() error {
+	if e := p.cause.Load(); e != nil {
+		return e
+	}
+	return errOutage
+}
+
 // Probes returns how many probes ran and how many of them failed.
 func (p *Prober) Probes() (probes, failures int64) { return p.probes.Load(), p.failures.Load() }
 
@@ -209,7 +237,12 @@ func (p *Prober) Interval() time.Duration { return p.cfg.interval }
 // Close stops the prober and waits for its goroutine. The heartbeat is left
 // to expire. Idempotent.
 func (p *Prober) Close() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() {
+		if registrable(p.c) {
+			probers.CompareAndDelete(processor(p.c), p)
+		}
+		close(p.stop)
+	})
 	<-p.done
 }
 
@@ -263,8 +296,10 @@ func (p *Prober) probe() error {
 	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) && !notServed(err) {
-		// Redis answered, with an error of its own (a script error, an
-		// ACL refusal): it is reachable, and the gates will report it.
+		// Redis answered, with an error of its own (a script error): it
+		// is reachable, and the gates will report it. (A reply with which
+		// it refuses to serve — notServed: a replica's READONLY, an OOM, a
+		// WRONGPASS — is an outage.)
 		p.recovered()
 		return nil
 	}
@@ -283,6 +318,11 @@ func (p *Prober) report(err error) {
 		return
 	}
 	p.since = time.Now()
+	cause := err
+	if u := (*UnreachableError)(nil); errors.As(err, &u) && u.Err != nil {
+		cause = u.Err // a caller's error: the gate's wrapping says it again
+	}
+	p.cause.Store(&outageError{cause: cause.Error()})
 	p.down.Store(true)
 	if p.cfg.mode == FailOpen {
 		p.cfg.log.Warn("pgw: redis unreachable, gates serving from local fallbacks until it answers",

@@ -3,7 +3,9 @@ package redis
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -95,7 +97,7 @@ func runScript(ctx context.Context, c processor, s *script, keys []string, args 
 // key and constant argument. Not-here-not-now replies are retried as by
 // runScript.
 func runArgs(ctx context.Context, c processor, src string, args []any) *goredis.Cmd {
-	return retryNotServed(ctx, func() *goredis.Cmd {
+	return retryNotServed(ctx, c, func() *goredis.Cmd {
 		cmd := goredis.NewCmd(ctx, args...)
 		_ = c.Process(ctx, once{cmd})
 		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") { // (nil first: HasErrorPrefix allocates)
@@ -131,14 +133,40 @@ func evalArgs(src string, args []any) []any {
 	return eval
 }
 
-// retryNotServed runs run and, while its reply is one of notHereNotNow,
-// again, within retryBudget and ctx's deadline (runScript).
-func retryNotServed(ctx context.Context, run func() *goredis.Cmd) *goredis.Cmd {
+// retryNotServed runs run on c and, while its reply is one of
+// notHereNotNow, again, within retryBudget and ctx's deadline (runScript) —
+// and only while no prober of c reports an outage: once one does, no caller
+// waits for Redis, and the last reply goes back to be served as the outage
+// it is (fail_open locally, fail_closed with ErrUnreachable).
+func retryNotServed(ctx context.Context, c processor, run func() *goredis.Cmd) *goredis.Cmd {
 	cmd := run()
 	if !notServedNow(cmd.Err()) {
 		return cmd
 	}
-	return retryOn(ctx, wallPauser{}, cmd, run)
+	return retryOn(ctx, wallPauser{pr: proberOf(c)}, cmd, run)
+}
+
+// probers maps a client (a processor) to the Prober watching it, so that a
+// retry of a not-here-not-now reply ends when that prober starts an outage.
+// Only a retry looks it up.
+var probers sync.Map
+
+// proberOf returns the Prober watching c, nil when none is.
+func proberOf(c processor) *Prober {
+	if !registrable(c) {
+		return nil
+	}
+	if v, ok := probers.Load(c); ok {
+		return v.(*Prober)
+	}
+	return nil
+}
+
+// registrable reports whether c can key probers: a client of a type that
+// is not comparable (a struct value with a slice in it, say) would make
+// the map panic, and is simply not watched.
+func registrable(c processor) bool {
+	return c != nil && reflect.TypeOf(c).Comparable()
 }
 
 // pauser is the time retryOn reads and waits on: the wall clock, or a
@@ -151,21 +179,26 @@ type pauser interface {
 	Pause(ctx context.Context, d time.Duration) bool
 }
 
-// wallPauser is the wall clock and its timers.
-type wallPauser struct{}
+// wallPauser is the wall clock and its timers; with pr, a pause also ends
+// (false) when pr reports an outage.
+type wallPauser struct{ pr *Prober }
 
 // Now returns time.Now().
 func (wallPauser) Now() time.Time { return time.Now() }
 
-// Pause waits d on a timer, or until ctx ends.
-func (wallPauser) Pause(ctx context.Context, d time.Duration) bool {
+// Pause waits d on a timer, or until ctx ends; it reports false without
+// waiting, and after the wait, while pr reports an outage.
+func (w wallPauser) Pause(ctx context.Context, d time.Duration) bool {
+	if w.pr != nil && w.pr.Down() {
+		return false
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return true
+		return w.pr == nil || !w.pr.Down()
 	}
 }
 
