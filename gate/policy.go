@@ -49,7 +49,9 @@ type Policy struct {
 	// WindowFailureRate may be 0, which turns the rate rule off. Either rule
 	// trips. 0 turns the count rule off.
 	WindowFailures int
-	// Cooldown is the first Open phase's length (default 60 s).
+	// Cooldown is the first Open phase's length (default 60 s). Cooldown,
+	// MaxCooldown and ProbeTTL count in whole microseconds in every
+	// backend; a finer part is dropped (see WithDefaults).
 	Cooldown time.Duration
 	// MaxCooldown caps the grown cooldown (default 600 s).
 	MaxCooldown time.Duration
@@ -86,9 +88,15 @@ func DefaultProbeTTL(cooldown, slowestTimeout time.Duration) time.Duration {
 	return max(2*slowestTimeout, cooldown, slowestTimeout+5*time.Second)
 }
 
-// WithDefaults returns p with every zero field replaced by its default. It
-// does not validate; call Validate for that.
+// WithDefaults returns p with every zero field replaced by its default, and
+// Cooldown, MaxCooldown and ProbeTTL truncated to whole microseconds: every
+// backend counts them in µs, the resolution of Redis TIME, so a finer part
+// would make the memory gate's cooldowns and leases differ from the Redis
+// gate's. It does not validate; call Validate for that.
 func (p Policy) WithDefaults() Policy {
+	p.Cooldown = p.Cooldown.Truncate(time.Microsecond)
+	p.MaxCooldown = p.MaxCooldown.Truncate(time.Microsecond)
+	p.ProbeTTL = p.ProbeTTL.Truncate(time.Microsecond)
 	if p.ConsecutiveFailures == 0 {
 		p.ConsecutiveFailures = DefaultConsecutiveFailures
 	}

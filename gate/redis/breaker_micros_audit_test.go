@@ -1,0 +1,106 @@
+package redis_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
+)
+
+// microsAuditStep is what one breaker answered at one step, without the
+// numbers (tokens, generations) the backends draw differently.
+type microsAuditStep struct {
+	Allowed, Probe bool
+	State          gate.State
+	RetryAfter     time.Duration
+	Cooldown       time.Duration
+	OpenUntil      time.Duration // since the test's start; 0 unless Open
+	ProbesInFlight int
+}
+
+// A policy whose durations have a part finer than a microsecond is legal,
+// and the memory and Redis gates must still answer alike: Redis counts in
+// the µs of its TIME, so both drop the finer part, and report the same
+// effective Policy.
+func TestSubMicrosecondPolicyDurationsCountAlikeInMemoryAndRedis(t *testing.T) {
+	p := gate.Policy{
+		ConsecutiveFailures: 1,
+		Cooldown:            time.Second + 500*time.Nanosecond,
+		MaxCooldown:         3*time.Second + 900*time.Nanosecond,
+		CooldownMultiplier:  2,
+		ProbeTTL:            2*time.Second + 700*time.Nanosecond,
+	}
+	red, clk, _ := miniGate(t, p)
+	mem, err := memory.NewBreaker(p, memory.WithClock(clk))
+	require.NoError(t, err)
+	assert.Equal(t, red.Policy(), mem.Policy(), "both backends report one effective policy")
+	assert.Equal(t, time.Second, mem.Policy().Cooldown, "the part finer than a µs is dropped")
+	assert.Equal(t, 2*time.Second, mem.Policy().ProbeTTL)
+	assert.Equal(t, 3*time.Second, mem.Policy().MaxCooldown)
+
+	start := clk.Now()
+	ctx := t.Context()
+	gates := map[string]gate.ProviderGate{"memory": mem, "redis": red}
+	decisions := map[string]gate.Decision{}
+	// step runs one operation on both gates and returns each one's answer
+	// with its snapshot afterwards.
+	step := func(what string, op func(name string, g gate.ProviderGate) microsAuditStep) {
+		t.Helper()
+		got := map[string]microsAuditStep{}
+		for name, g := range gates {
+			s := op(name, g)
+			snap, err := g.Snapshot(ctx, "a")
+			require.NoError(t, err)
+			s.Cooldown, s.ProbesInFlight = snap.Cooldown, snap.ProbesInFlight
+			if !snap.OpenUntil.IsZero() {
+				s.OpenUntil = snap.OpenUntil.Sub(start)
+			}
+			got[name] = s
+		}
+		assert.Equal(t, got["memory"], got["redis"], "%s: memory and Redis answer alike", what)
+	}
+	enter := func(name string, g gate.ProviderGate) microsAuditStep {
+		d, err := g.TryEnter(ctx, "a")
+		require.NoError(t, err)
+		decisions[name] = d
+		return microsAuditStep{Allowed: d.Allowed, Probe: d.Probe, State: d.State, RetryAfter: d.RetryAfter}
+	}
+	fail := func(name string, g gate.ProviderGate) microsAuditStep {
+		u, err := g.Record(ctx, "a", decisions[name], gate.Failure)
+		require.NoError(t, err)
+		return microsAuditStep{Allowed: u.Applied, State: u.State, RetryAfter: u.RetryAfter}
+	}
+
+	step("admit", enter)
+	require.Equal(t, gate.Closed, decisions["memory"].State, "a closed admission")
+	step("trip", fail)
+	snap, err := mem.Snapshot(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, snap.RetryAfter, "the Open phase is the whole µs cooldown")
+
+	clk.Advance(time.Second - time.Millisecond)
+	step("1ms before the cooldown ends", enter)
+	assert.False(t, decisions["memory"].Allowed)
+	clk.Advance(time.Millisecond)
+	step("the cooldown's end", enter)
+	require.True(t, decisions["memory"].Probe, "the first TryEnter at openUntil probes")
+
+	clk.Advance(2*time.Second - time.Millisecond)
+	step("1ms before the lease expires", enter)
+	assert.False(t, decisions["memory"].Allowed, "the lease still stands")
+	clk.Advance(time.Millisecond)
+	step("the lease's expiry", enter)
+	require.True(t, decisions["memory"].Probe, "an expired lease is granted again")
+
+	step("a failed probe grows the cooldown", fail)
+	clk.Advance(2 * time.Second)
+	step("probe again", enter)
+	step("the grown cooldown stops at MaxCooldown", fail)
+	snap, err = mem.Snapshot(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, snap.Cooldown)
+}
