@@ -38,7 +38,9 @@ type Policy struct {
 	// Window, WindowMinCalls and WindowFailureRate add an optional rolling
 	// failure-rate rule: trip when the window holds at least WindowMinCalls
 	// outcomes and the failure share is ≥ WindowFailureRate. Window 0 turns
-	// the rule off. The window is kept as 10 buckets of Window/10.
+	// the rule off, and then WindowMinCalls and WindowFailureRate must be 0
+	// (Validate rejects a rule that would silently do nothing). The window
+	// is kept as 10 buckets of Window/10.
 	Window            time.Duration
 	WindowMinCalls    int
 	WindowFailureRate float64
@@ -94,9 +96,24 @@ func DefaultProbeTTL(cooldown, slowestTimeout time.Duration) time.Duration {
 // would make the memory gate's cooldowns and leases differ from the Redis
 // gate's. It does not validate; call Validate for that.
 func (p Policy) WithDefaults() Policy {
-	p.Cooldown = p.Cooldown.Truncate(time.Microsecond)
-	p.MaxCooldown = p.MaxCooldown.Truncate(time.Microsecond)
-	p.ProbeTTL = p.ProbeTTL.Truncate(time.Microsecond)
+	p = p.withDefaults()
+	// After the defaults and only for valid values, so that a zero never
+	// comes from a truncation and Validate (which checks the values as
+	// given) says the same of p as of the result.
+	if p.Cooldown >= time.Millisecond {
+		p.Cooldown = p.Cooldown.Truncate(time.Microsecond)
+	}
+	if p.MaxCooldown >= time.Millisecond {
+		p.MaxCooldown = p.MaxCooldown.Truncate(time.Microsecond)
+	}
+	if p.ProbeTTL >= time.Millisecond {
+		p.ProbeTTL = p.ProbeTTL.Truncate(time.Microsecond)
+	}
+	return p
+}
+
+// withDefaults is WithDefaults without the truncation to µs.
+func (p Policy) withDefaults() Policy {
 	if p.ConsecutiveFailures == 0 {
 		p.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
@@ -127,7 +144,7 @@ func (p Policy) WithDefaults() Policy {
 // Validate reports every invalid field of p (after defaults) in one error
 // naming the field, its value and what is legal.
 func (p Policy) Validate() error {
-	p = p.WithDefaults()
+	p = p.withDefaults()
 	var bad []string
 	add := func(field string, v any, legal string) {
 		bad = append(bad, fmt.Sprintf("%s=%v (legal: %s)", field, v, legal))
@@ -143,6 +160,15 @@ func (p Policy) Validate() error {
 	}
 	if p.WindowMinCalls < 0 {
 		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
+	}
+	// Without a window the rate rule and its minimum could not count
+	// anything: a setting that would silently do nothing is an error, as
+	// WindowFailures without Window is.
+	if p.WindowMinCalls > 0 && p.Window == 0 {
+		add("WindowMinCalls", p.WindowMinCalls, "0 unless Window is set")
+	}
+	if p.WindowFailureRate != 0 && p.Window == 0 {
+		add("WindowFailureRate", p.WindowFailureRate, "0 unless Window is set")
 	}
 	// Every float is checked against a closed range by within, which also
 	// rejects NaN and both infinities.
