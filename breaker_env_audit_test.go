@@ -153,3 +153,42 @@ func auditEnvBreakerRun(t *testing.T, env map[string]string) {
 	assert.Equal(t, pgw.StateClosed, s.State, "the expired probe's late failure counted for nothing")
 	assert.Equal(t, 1, s.ConsecutiveFailures, "only the fresh failure counts")
 }
+
+// PGW_BREAKER_BACKEND=noop is "no breaker; quotas still apply": a 401 opens
+// nothing, and the source's RPM still holds calls back, in the memory
+// quota the noop backend falls back to.
+func TestNoopBreakerBackendKeepsTheQuota(t *testing.T) {
+	gw, rec := newGateway(t, map[string]string{
+		"PGW_BREAKER_BACKEND":    "noop",
+		"PGW_SCOPES":             "GEN",
+		"GEN__SOURCES":           "solo",
+		"GEN__MAX_ATTEMPTS":      "1",
+		"GEN__QUOTA_FULL":        "fail_fast",
+		"GEN__SOLO__RPM":         "2",
+		"GEN__FAILURE_THRESHOLD": "1",
+	})
+	ctx := context.Background()
+	var ran int
+	call := func(status int) error {
+		_, err := pgw.Call(ctx, gw, "GEN", func(context.Context, pgw.Source) (struct{}, pgw.Usage, error) {
+			ran++
+			if status != 0 {
+				return struct{}{}, pgw.Usage{}, &pgw.HTTPError{StatusCode: status, Message: "bad key"}
+			}
+			return struct{}{}, pgw.Usage{}, nil
+		})
+		return err
+	}
+	var he *pgw.HTTPError
+	require.ErrorAs(t, call(401), &he, "the 401 is returned")
+	s, err := gw.Snapshot(ctx, "GEN", "solo")
+	require.NoError(t, err)
+	assert.Equal(t, pgw.StateClosed, s.State, "no breaker: a fatal answer opens nothing")
+	require.NoError(t, call(0), "and the next call runs")
+	var ase *pgw.AllSourcesExhausted
+	require.ErrorAs(t, call(0), &ase, "RPM=2 still holds the third call back")
+	assert.Equal(t, "quota_exhausted", ase.Reason)
+	assert.Positive(t, ase.RetryAfter)
+	assert.Equal(t, 2, ran)
+	assert.Empty(t, rec.Transitions())
+}
