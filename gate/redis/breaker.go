@@ -62,11 +62,13 @@ func NewBreaker(c goredis.UniversalClient, scope string, p gate.Policy, opts ...
 func (b *Breaker) Policy() gate.Policy { return b.p }
 
 // KeyTTL is the TTL every write gives a source's keys: a source nobody calls
-// for that long vanishes and then reads as a fresh Closed record.
+// for that long vanishes and then reads as a fresh Closed record. It is
+// 2 × max(MaxCooldown, ProbeTTL, Window) in the whole milliseconds that
+// PEXPIRE takes (a finer part is dropped).
 func (b *Breaker) KeyTTL() time.Duration { return keyTTL(b.p) }
 
 func keyTTL(p gate.Policy) time.Duration {
-	return keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)
+	return max((keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)).Truncate(time.Millisecond), time.Millisecond)
 }
 
 // policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua): the key TTL in
@@ -93,7 +95,7 @@ func policyArgs(p gate.Policy) []any {
 		strconv.Itoa(p.HalfOpenCalls),
 	}, ",")
 	return []any{
-		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
+		strconv.FormatInt(keyTTL(p).Milliseconds(), 10),
 		strconv.FormatInt(width, 10),
 		rest,
 	}

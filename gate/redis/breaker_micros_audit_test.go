@@ -104,3 +104,27 @@ func TestSubMicrosecondPolicyDurationsCountAlikeInMemoryAndRedis(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3*time.Second, snap.Cooldown)
 }
+
+// KeyTTL reports the TTL the scripts actually give a source's keys, in the
+// whole milliseconds PEXPIRE takes, also when the policy's durations have a
+// finer part: a caller (or a model of the gate) that waits KeyTTL for a
+// record to vanish finds it gone, never a millisecond early or late.
+func TestKeyTTLIsTheTTLTheKeysGet(t *testing.T) {
+	p := gate.Policy{ConsecutiveFailures: 1, Cooldown: 100 * time.Millisecond, MaxCooldown: 300 * time.Millisecond,
+		ProbeTTL: 394*time.Millisecond + 729*time.Microsecond}
+	b, clk, m := miniGate(t, p)
+	assert.Equal(t, 789*time.Millisecond, b.KeyTTL(), "2 × ProbeTTL in whole ms")
+	ctx := t.Context()
+	d, err := b.TryEnter(ctx, "a")
+	require.NoError(t, err)
+	u, err := b.Record(ctx, "a", d, gate.Failure)
+	require.NoError(t, err)
+	require.Equal(t, gate.Open, u.State)
+	rec := b.Keys("a")[0]
+	assert.Equal(t, b.KeyTTL(), m.TTL(rec), "the record's TTL is KeyTTL")
+
+	clk.Advance(b.KeyTTL() - time.Millisecond)
+	assert.True(t, m.Exists(rec), "still there 1ms before KeyTTL")
+	clk.Advance(time.Millisecond)
+	assert.False(t, m.Exists(rec), "gone at KeyTTL")
+}
