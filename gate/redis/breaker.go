@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -64,11 +65,20 @@ func (b *Breaker) Policy() gate.Policy { return b.p }
 // KeyTTL is the TTL every write gives a source's keys: a source nobody calls
 // for that long vanishes and then reads as a fresh Closed record. It is
 // 2 × max(MaxCooldown, ProbeTTL, Window) in the whole milliseconds that
-// PEXPIRE takes (a finer part is dropped).
+// PEXPIRE takes (a finer part is dropped), and the longest time.Duration
+// when that product is longer.
 func (b *Breaker) KeyTTL() time.Duration { return keyTTL(b.p) }
 
 func keyTTL(p gate.Policy) time.Duration {
-	return max((keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)).Truncate(time.Millisecond), time.Millisecond)
+	// Saturated, never overflowed: a cooldown of a century or more would
+	// otherwise wrap to a negative TTL, and the record of an Open source
+	// would vanish a millisecond after it opened.
+	longest := max(p.MaxCooldown, p.ProbeTTL, p.Window)
+	ttl := time.Duration(math.MaxInt64)
+	if longest <= math.MaxInt64/keyTTLFactor {
+		ttl = keyTTLFactor * longest
+	}
+	return max(ttl.Truncate(time.Millisecond), time.Millisecond)
 }
 
 // policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua): the key TTL in

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pgw-go/pgw/gate"
 	"github.com/pgw-go/pgw/gate/memory"
+	"github.com/pgw-go/pgw/gate/redis"
+	"github.com/pgw-go/pgw/internal/testutil"
 )
 
 // microsAuditStep is what one breaker answered at one step, without the
@@ -127,4 +129,52 @@ func TestKeyTTLIsTheTTLTheKeysGet(t *testing.T) {
 	assert.True(t, m.Exists(rec), "still there 1ms before KeyTTL")
 	clk.Advance(time.Millisecond)
 	assert.False(t, m.Exists(rec), "gone at KeyTTL")
+}
+
+// A cooldown of a century or more (a breaker meant to stay open until an
+// operator resets it) keeps the source Open on Redis as in memory: the key
+// TTL, twice the longest duration, saturates instead of wrapping to a
+// negative TTL that would drop the Open record a millisecond later.
+func TestACenturyCooldownStaysOpenOnRedisAsInMemory(t *testing.T) {
+	p := gate.Policy{ConsecutiveFailures: 1, Cooldown: 150 * 365 * 24 * time.Hour}
+	trip := func(t *testing.T, g gate.ProviderGate) {
+		t.Helper()
+		d, err := g.TryEnter(t.Context(), "a")
+		require.NoError(t, err)
+		u, err := g.Record(t.Context(), "a", d, gate.Failure)
+		require.NoError(t, err)
+		require.Equal(t, gate.Open, u.State)
+	}
+	stillOpen := func(t *testing.T, g gate.ProviderGate) {
+		t.Helper()
+		s, err := g.Snapshot(t.Context(), "a")
+		require.NoError(t, err)
+		assert.Equal(t, gate.Open, s.State)
+		assert.Greater(t, s.RetryAfter, 149*365*24*time.Hour)
+	}
+
+	t.Run("miniredis", func(t *testing.T) {
+		red, clk, m := miniGate(t, p)
+		mem, err := memory.NewBreaker(p, memory.WithClock(clk))
+		require.NoError(t, err)
+		assert.Greater(t, red.KeyTTL(), 290*365*24*time.Hour, "the longest TTL a Duration holds")
+		trip(t, red)
+		trip(t, mem)
+		assert.Equal(t, red.KeyTTL(), m.TTL(red.Keys("a")[0]))
+		clk.Advance(time.Hour)
+		stillOpen(t, red)
+		stillOpen(t, mem)
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		srv := testutil.StartRedis(t)
+		c := realClient(t, srv.Addr)
+		red, err := redis.NewBreaker(c, uniqueScope(), p)
+		require.NoError(t, err)
+		trip(t, red)
+		ttl, err := c.PTTL(t.Context(), red.Keys("a")[0]).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 290*365*24*time.Hour, "the server took the saturated TTL")
+		time.Sleep(50 * time.Millisecond)
+		stillOpen(t, red)
+	})
 }
