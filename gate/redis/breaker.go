@@ -304,7 +304,13 @@ func flag(b bool) string {
 	return "0"
 }
 
-func micros(v int64) time.Duration { return time.Duration(max(v, 0)) * time.Microsecond }
+// micros is a script's µs as a Duration: never negative, and the longest
+// whole-µs Duration for more µs than a Duration holds (a cooldown near
+// math.MaxInt64 would otherwise wrap to a negative RetryAfter).
+func micros(v int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Microsecond)
+	return time.Duration(min(max(v, 0), most)) * time.Microsecond
+}
 
 func state(op, source string, v int64) (gate.State, error) {
 	if v < int64(gate.Closed) || v > int64(gate.HalfOpen) {

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -177,4 +178,39 @@ func TestACenturyCooldownStaysOpenOnRedisAsInMemory(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		stillOpen(t, red)
 	})
+}
+
+// RetryAfter is never negative, also for the longest cooldown a Duration
+// holds (Cooldown: math.MaxInt64, "open until reset"): the Redis gate's µs
+// that a Duration cannot hold come back as the longest Duration, as the
+// memory gate answers, instead of wrapping to a negative one.
+func TestTheLongestCooldownNeverAnswersANegativeRetryAfter(t *testing.T) {
+	p := gate.Policy{ConsecutiveFailures: 1, Cooldown: math.MaxInt64}
+	red, clk, _ := miniGate(t, p)
+	mem, err := memory.NewBreaker(p, memory.WithClock(clk))
+	require.NoError(t, err)
+	const centuries = 290 * 365 * 24 * time.Hour
+	for name, g := range map[string]gate.ProviderGate{"memory": mem, "redis": red} {
+		ctx := t.Context()
+		d, err := g.TryEnter(ctx, "a")
+		require.NoError(t, err)
+		u, err := g.Record(ctx, "a", d, gate.Failure)
+		require.NoError(t, err)
+		require.Equal(t, gate.Open, u.State, name)
+		assert.Greater(t, u.RetryAfter, centuries, "%s: Record", name)
+		d, err = g.TryEnter(ctx, "a")
+		require.NoError(t, err)
+		assert.False(t, d.Allowed, name)
+		assert.Greater(t, d.RetryAfter, centuries, "%s: TryEnter", name)
+		s, err := g.Snapshot(ctx, "a")
+		require.NoError(t, err)
+		assert.Greater(t, s.RetryAfter, centuries, "%s: Snapshot.RetryAfter", name)
+		assert.Greater(t, s.Cooldown, centuries, "%s: Snapshot.Cooldown", name)
+		ra, err := g.RetryAfter(ctx, []string{"a", "b"})
+		require.NoError(t, err)
+		assert.Zero(t, ra, "%s: b is Closed", name)
+		ra, err = g.RetryAfter(ctx, []string{"a"})
+		require.NoError(t, err)
+		assert.Greater(t, ra, centuries, "%s: RetryAfter(sources)", name)
+	}
 }
