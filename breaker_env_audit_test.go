@@ -78,12 +78,16 @@ func auditEnvBreakerRun(t *testing.T, env map[string]string) {
 		require.NoError(t, err)
 		return s
 	}
-	// cooled waits until the Open phase is over.
+	// cooled waits until the Open phase is over, in the gate and in the
+	// process's cooldown memo (which the rejection or the failed probe fed
+	// a moment after the gate computed its openUntil).
+	adm, err := gw.Admission("GEN")
+	require.NoError(t, err)
 	cooled := func() {
 		t.Helper()
 		require.Eventually(t, func() bool {
 			s, err := gw.Snapshot(ctx, "GEN", "solo")
-			return err == nil && s.RetryAfter == 0
+			return err == nil && s.RetryAfter == 0 && adm.Memo().Remaining("solo", time.Now()) == 0
 		}, 10*time.Second, 10*time.Millisecond)
 	}
 	var coe *pgw.CircuitOpenError
@@ -99,7 +103,7 @@ func auditEnvBreakerRun(t *testing.T, env map[string]string) {
 	assert.Equal(t, time.Second, s.Cooldown, "COOLDOWN_S")
 
 	before := ran.Load()
-	err := call(ok)
+	err = call(ok)
 	require.ErrorAs(t, err, &coe, "an open breaker rejects under fail_fast")
 	assert.Positive(t, coe.RetryAfter)
 	assert.LessOrEqual(t, coe.RetryAfter, time.Second, "RetryAfter is what is left of COOLDOWN_S")
@@ -121,7 +125,11 @@ func auditEnvBreakerRun(t *testing.T, env map[string]string) {
 			return boom
 		})
 	}()
-	<-entered
+	select {
+	case <-entered:
+	case err := <-hung:
+		t.Fatalf("the probe did not run: %v", err)
+	}
 	leased := time.Now() // the lease was granted before the probe ran
 	defer func() {
 		select {
