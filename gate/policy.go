@@ -38,7 +38,9 @@ type Policy struct {
 	// Window, WindowMinCalls and WindowFailureRate add an optional rolling
 	// failure-rate rule: trip when the window holds at least WindowMinCalls
 	// outcomes and the failure share is ≥ WindowFailureRate. Window 0 turns
-	// the rule off. The window is kept as 10 buckets of Window/10.
+	// the rule off, and then WindowMinCalls and WindowFailureRate must be 0
+	// (Validate rejects a rule that would silently do nothing). The window
+	// is kept as 10 buckets of Window/10.
 	Window            time.Duration
 	WindowMinCalls    int
 	WindowFailureRate float64
@@ -49,7 +51,9 @@ type Policy struct {
 	// WindowFailureRate may be 0, which turns the rate rule off. Either rule
 	// trips. 0 turns the count rule off.
 	WindowFailures int
-	// Cooldown is the first Open phase's length (default 60 s).
+	// Cooldown is the first Open phase's length (default 60 s). Cooldown,
+	// MaxCooldown and ProbeTTL count in whole microseconds in every
+	// backend; a finer part is dropped (see WithDefaults).
 	Cooldown time.Duration
 	// MaxCooldown caps the grown cooldown (default 600 s).
 	MaxCooldown time.Duration
@@ -86,9 +90,30 @@ func DefaultProbeTTL(cooldown, slowestTimeout time.Duration) time.Duration {
 	return max(2*slowestTimeout, cooldown, slowestTimeout+5*time.Second)
 }
 
-// WithDefaults returns p with every zero field replaced by its default. It
-// does not validate; call Validate for that.
+// WithDefaults returns p with every zero field replaced by its default, and
+// Cooldown, MaxCooldown and ProbeTTL truncated to whole microseconds: every
+// backend counts them in µs, the resolution of Redis TIME, so a finer part
+// would make the memory gate's cooldowns and leases differ from the Redis
+// gate's. It does not validate; call Validate for that.
 func (p Policy) WithDefaults() Policy {
+	p = p.withDefaults()
+	// After the defaults and only for valid values, so that a zero never
+	// comes from a truncation and Validate (which checks the values as
+	// given) says the same of p as of the result.
+	if p.Cooldown >= time.Millisecond {
+		p.Cooldown = p.Cooldown.Truncate(time.Microsecond)
+	}
+	if p.MaxCooldown >= time.Millisecond {
+		p.MaxCooldown = p.MaxCooldown.Truncate(time.Microsecond)
+	}
+	if p.ProbeTTL >= time.Millisecond {
+		p.ProbeTTL = p.ProbeTTL.Truncate(time.Microsecond)
+	}
+	return p
+}
+
+// withDefaults is WithDefaults without the truncation to µs.
+func (p Policy) withDefaults() Policy {
 	if p.ConsecutiveFailures == 0 {
 		p.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
@@ -119,7 +144,7 @@ func (p Policy) WithDefaults() Policy {
 // Validate reports every invalid field of p (after defaults) in one error
 // naming the field, its value and what is legal.
 func (p Policy) Validate() error {
-	p = p.WithDefaults()
+	p = p.withDefaults()
 	var bad []string
 	add := func(field string, v any, legal string) {
 		bad = append(bad, fmt.Sprintf("%s=%v (legal: %s)", field, v, legal))
@@ -135,6 +160,15 @@ func (p Policy) Validate() error {
 	}
 	if p.WindowMinCalls < 0 {
 		add("WindowMinCalls", p.WindowMinCalls, "≥ 0")
+	}
+	// Without a window the rate rule and its minimum could not count
+	// anything: a setting that would silently do nothing is an error, as
+	// WindowFailures without Window is.
+	if p.WindowMinCalls > 0 && p.Window == 0 {
+		add("WindowMinCalls", p.WindowMinCalls, "0 unless Window is set")
+	}
+	if p.WindowFailureRate != 0 && p.Window == 0 {
+		add("WindowFailureRate", p.WindowFailureRate, "0 unless Window is set")
 	}
 	// Every float is checked against a closed range by within, which also
 	// rejects NaN and both infinities.

@@ -142,7 +142,9 @@ func (b *Breaker) record(source string) *record {
 	}
 	fresh := &record{
 		cooldown: b.p.Cooldown,
-		leases:   make([]lease, 0, b.p.HalfOpenProbes),
+		// Room for the usual few leases only: HalfOpenProbes may be
+		// math.MaxInt ("any number at once"), and more grow by append.
+		leases: make([]lease, 0, min(b.p.HalfOpenProbes, 4)),
 	}
 	fresh.word.Store(closedBit)
 	next := &recordSet{m: make(map[string]*record, len(cur)+1)}

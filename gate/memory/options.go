@@ -6,7 +6,8 @@ import (
 	"github.com/pgw-go/pgw/gate"
 )
 
-// Option configures a memory gate.
+// Option configures a memory gate. A nil Option is ignored, as the Redis
+// gates ignore one.
 type Option func(*options)
 
 type options struct {
@@ -26,7 +27,9 @@ func WithClock(c gate.Clock) Option {
 func buildOptions(opts []Option) options {
 	o := options{clock: gate.SystemClock{}}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	return o
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -62,11 +63,22 @@ func NewBreaker(c goredis.UniversalClient, scope string, p gate.Policy, opts ...
 func (b *Breaker) Policy() gate.Policy { return b.p }
 
 // KeyTTL is the TTL every write gives a source's keys: a source nobody calls
-// for that long vanishes and then reads as a fresh Closed record.
+// for that long vanishes and then reads as a fresh Closed record. It is
+// 2 × max(MaxCooldown, ProbeTTL, Window) in the whole milliseconds that
+// PEXPIRE takes (a finer part is dropped), and the longest time.Duration
+// when that product is longer.
 func (b *Breaker) KeyTTL() time.Duration { return keyTTL(b.p) }
 
 func keyTTL(p gate.Policy) time.Duration {
-	return keyTTLFactor * max(p.MaxCooldown, p.ProbeTTL, p.Window)
+	// Saturated, never overflowed: a cooldown of a century or more would
+	// otherwise wrap to a negative TTL, and the record of an Open source
+	// would vanish a millisecond after it opened.
+	longest := max(p.MaxCooldown, p.ProbeTTL, p.Window)
+	ttl := time.Duration(math.MaxInt64)
+	if longest <= math.MaxInt64/keyTTLFactor {
+		ttl = keyTTLFactor * longest
+	}
+	return max(ttl.Truncate(time.Millisecond), time.Millisecond)
 }
 
 // policyArgs renders p as ARGV[1..NPOLICY] (lua/common.lua): the key TTL in
@@ -93,7 +105,7 @@ func policyArgs(p gate.Policy) []any {
 		strconv.Itoa(p.HalfOpenCalls),
 	}, ",")
 	return []any{
-		strconv.FormatInt(max(keyTTL(p).Milliseconds(), 1), 10),
+		strconv.FormatInt(keyTTL(p).Milliseconds(), 10),
 		strconv.FormatInt(width, 10),
 		rest,
 	}
@@ -292,7 +304,13 @@ func flag(b bool) string {
 	return "0"
 }
 
-func micros(v int64) time.Duration { return time.Duration(max(v, 0)) * time.Microsecond }
+// micros is a script's µs as a Duration: never negative, and the longest
+// whole-µs Duration for more µs than a Duration holds (a cooldown near
+// math.MaxInt64 would otherwise wrap to a negative RetryAfter).
+func micros(v int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Microsecond)
+	return time.Duration(min(max(v, 0), most)) * time.Microsecond
+}
 
 func state(op, source string, v int64) (gate.State, error) {
 	if v < int64(gate.Closed) || v > int64(gate.HalfOpen) {

@@ -43,8 +43,9 @@
 //
 // # Key TTL
 //
-// The TTL of a source's keys is 2 × max(MaxCooldown, ProbeTTL, Window), so a
-// source nobody calls vanishes. Why that much: an Open phase ends at most
+// The TTL of a source's keys is 2 × max(MaxCooldown, ProbeTTL, Window) in
+// whole milliseconds (Breaker.KeyTTL; the longest time.Duration when that
+// is longer), so a source nobody calls vanishes. Why that much: an Open phase ends at most
 // MaxCooldown after the write that opened it, a lease at most ProbeTTL after
 // its grant, a window outcome counts for Window; the factor 2 keeps an Open
 // record (and its grown cooldown) for at least one more MaxCooldown after

@@ -13,11 +13,13 @@ import (
 // sources are the names every breaker sequence draws from.
 var sources = []string{"a", "b", "c"}
 
-// randomPolicy draws a breaker policy for a simulated (miniredis) run: every
-// duration a whole number of milliseconds, cooldowns multiples of 8 ms so
-// that growth by 1.5 stays a whole number of microseconds for as many steps
-// as the cap allows (memory keeps ns, Redis µs: a fractional µs would be a
-// resolution artifact, not a contract difference).
+// randomPolicy draws a breaker policy for a simulated (miniredis) run:
+// mostly whole milliseconds, cooldowns multiples of 8 ms; a third of the
+// policies get parts finer than a millisecond (µs, and ns that both gates
+// drop alike) and a multiplier that leaves fractional µs to round. Some have the rules beside the default ones: a per-phase probe
+// cap with failure tolerance (HalfOpenCalls), the consecutive rule off
+// (gate.Disabled), a failure count in the window (WindowFailures, with or
+// without the rate rule).
 func randomPolicy(r *rand.Rand) gate.Policy {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	p := gate.Policy{
@@ -38,6 +40,26 @@ func randomPolicy(r *rand.Rand) gate.Policy {
 		}
 		p.WindowMinCalls = 1 + r.IntN(5)
 		p.WindowFailureRate = []float64{0.2, 0.3, 0.5, 0.6, 1}[r.IntN(5)]
+	}
+	if r.IntN(3) == 0 {
+		p.HalfOpenProbes = 1 + r.IntN(3)
+		p.SuccessThreshold = 1 + r.IntN(3)
+		p.HalfOpenCalls = p.SuccessThreshold + r.IntN(3)
+	}
+	if r.IntN(4) == 0 {
+		p.ConsecutiveFailures = gate.Disabled
+	}
+	if p.Window > 0 && r.IntN(2) == 0 {
+		p.WindowFailures = 1 + r.IntN(4)
+		if r.IntN(2) == 0 {
+			p.WindowFailureRate = 0
+		}
+	}
+	if r.IntN(3) == 0 {
+		p.Cooldown += time.Duration(r.IntN(1000))*time.Microsecond + time.Duration(r.IntN(1000))
+		p.ProbeTTL += time.Duration(r.IntN(1000))*time.Microsecond + time.Duration(r.IntN(1000))
+		p.MaxCooldown = max(p.MaxCooldown, p.Cooldown)
+		p.CooldownMultiplier = []float64{1, 1.3, 2.7}[r.IntN(3)]
 	}
 	return p
 }
