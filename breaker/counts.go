@@ -81,13 +81,19 @@ type phase struct {
 	requests, exclusions atomic.Uint64
 	runs                 runs
 
-	// ring holds the last outcomes while Closed (true: failure) when
-	// CountWindow is set; mu guards it and the totals over it.
+	// ring holds the last window outcomes while Closed (true: failure)
+	// when CountWindow is set; mu guards it and the totals over it. It
+	// grows with the outcomes up to window, so that a large CountWindow
+	// costs memory only as outcomes come, not at every phase's start.
 	mu               sync.Mutex
 	ring             []bool
-	pos, n           int
+	window           int
+	pos              int
 	winSucc, winFail uint64
 }
+
+// ringStart is the room a Closed phase's outcome ring starts with.
+const ringStart = 64
 
 func newTally(interval time.Duration, window int, clock gate.Clock) *tally {
 	t := &tally{interval: interval, window: window, clock: clock}
@@ -106,7 +112,7 @@ func (t *tally) newPhase(gen uint64, st gate.State) *phase {
 	p := &phase{gen: gen, state: st}
 	if st == gate.Closed {
 		if t.window > 0 {
-			p.ring = make([]bool, t.window)
+			p.ring, p.window = make([]bool, 0, min(t.window, ringStart)), t.window
 		}
 		if t.interval > 0 {
 			p.until = t.now().Add(t.interval)
@@ -170,17 +176,19 @@ func (p *phase) add(r result) {
 			return
 		}
 		p.mu.Lock()
-		if p.n == len(p.ring) {
+		if len(p.ring) < p.window {
+			// Filling: the oldest outcome stays at 0, where pos points
+			// once the ring is full.
+			p.ring = append(p.ring, failed)
+		} else {
 			if p.ring[p.pos] {
 				p.winFail--
 			} else {
 				p.winSucc--
 			}
-		} else {
-			p.n++
+			p.ring[p.pos] = failed
+			p.pos = (p.pos + 1) % p.window
 		}
-		p.ring[p.pos] = failed
-		p.pos = (p.pos + 1) % len(p.ring)
 		if failed {
 			p.winFail++
 		} else {
