@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/pgw-go/pgw/gate"
@@ -175,8 +176,14 @@ type problems struct {
 	list []errs.Problem
 }
 
+// add reports key's value as bad. The same problem twice (a list with two
+// empty items, " , ") is reported once.
 func (p *problems) add(key, value, legal string) {
-	p.list = append(p.list, errs.Problem{Key: key, Value: value, Legal: legal})
+	q := errs.Problem{Key: key, Value: value, Legal: legal}
+	if slices.Contains(p.list, q) {
+		return
+	}
+	p.list = append(p.list, q)
 }
 
 // addUnset reports a required key that is not set.
