@@ -11,10 +11,10 @@
 //	PGW_REDIS_CLUSTER_ADDRS  host:port,host:port — selects Redis Cluster
 //	PGW_REDIS_PREFIX         key prefix, default pgw
 //	PGW_REDIS_DOWN           fail_open (default) | fail_closed
-//	PGW_REDIS_PROBE_INTERVAL_S  the outage prober's interval, default 0.5
+//	PGW_REDIS_PROBE_INTERVAL_S  the outage prober's interval in [0.002, 10000000), default 0.5
 //	PGW_REDIS_PROBE_TIMEOUT_S   one probe's bound, ≤ half the interval, default min(0.2, interval/2)
 //	PGW_REDIS_PROBE_BACKOFF_S   longest pause between probes in an outage, ≥ interval, default max(2, interval)
-//	PGW_REDIS_HEARTBEAT_TTL_S   a process's heartbeat life, > interval, default max(3, 6 × interval)
+//	PGW_REDIS_HEARTBEAT_TTL_S   a process's heartbeat life, > interval, default max(3, 6 × interval), at most 10000000
 //	PGW_SCOPES               scope names to read, default CHAT,EMBEDDING,OCR
 //
 // Per scope listed in PGW_SCOPES; a scope is active when {SCOPE}__SOURCES is
