@@ -8,7 +8,7 @@
 //	PGW_BREAKER_BACKEND      memory (default) | redis | noop
 //	PGW_QUOTA_BACKEND        memory | redis; default: the breaker's, noop → memory
 //	PGW_REDIS_URL            go-redis URL, default redis://127.0.0.1:6379/0 (a secret: it may hold a password)
-//	PGW_REDIS_CLUSTER_ADDRS  host:port,host:port — selects Redis Cluster
+//	PGW_REDIS_CLUSTER_ADDRS  host:port,host:port — selects Redis Cluster (PGW_REDIS_URL then names database 0 or none)
 //	PGW_REDIS_PREFIX         key prefix, default pgw
 //	PGW_REDIS_DOWN           fail_open (default) | fail_closed
 //	PGW_REDIS_PROBE_INTERVAL_S  the outage prober's interval in [0.002, 10000000), default 0.5

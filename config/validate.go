@@ -32,6 +32,9 @@ func (s *Settings) Validate() error {
 func validate(s Settings, ps *problems) {
 	checkFields(globalFields, &s, "", ps)
 	checkProber(s.Redis, ps)
+	if shown, bad := clusterDB(s.Redis); bad && !ps.has("PGW_REDIS_URL") {
+		ps.add("PGW_REDIS_URL", shown, legalClusterDB)
+	}
 	if len(s.Scopes) == 0 {
 		ps.addUnset(keyScopes, legalNoScope)
 	}
