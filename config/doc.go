@@ -88,8 +88,11 @@
 // key with the wrong case (chat__sources), a single or a triple underscore
 // (CHAT_SOURCES, CHAT___A__BASE_URL) or one character changed, missing,
 // added or swapped; keys under a listed scope's name in the wrong case or
-// one character off (CAHT__CIRCUIT_OPNE); and near misses of the PGW_ keys. FromLookup cannot
-// enumerate keys and reports none of these. FromEnvRequiring and
+// one character off (CAHT__CIRCUIT_OPNE); and near misses of the PGW_ keys,
+// up to two characters off (PGW_REDIS_PREFX). Every other name is left
+// alone — the environment is the whole process's — a PGW_ name further from
+// every pgw key (PGW_TEST_ADDR) included. FromLookup cannot enumerate keys
+// and reports none of these. FromEnvRequiring and
 // Settings.ValidateRequiring add keys the caller needs (the gateway needs
 // BASE_URL for its default transport) to the same error.
 //
