@@ -79,6 +79,14 @@
 // "KEY unset". Secret values are shown as "<redacted>", URLs without their
 // user info and query.
 //
+// Settings, ScopeSettings and Source print the same way under every fmt
+// verb, slog and encoding/json: API keys and the Redis URL are Secrets, and
+// a BASE_URL loses its user info and query. One limit is fmt's: it calls no
+// method of a value it reaches through an unexported field, so a Settings
+// kept in an unexported field of a struct that is printed whole shows its
+// BASE_URLs as written (its Secrets still show nothing). Keep a *Settings
+// there (an address is printed), or print the Settings itself.
+//
 // FromEnv and FromMap, which see every key that is set, also report each key
 // that is no key pgw reads but sits in its namespace or next to it, with a
 // "did you mean" when a known key is near: unknown keys under an active
