@@ -84,8 +84,9 @@
 // a BASE_URL loses its user info and query. One limit is fmt's: it calls no
 // method of a value it reaches through an unexported field, so a Settings
 // kept in an unexported field of a struct that is printed whole shows its
-// BASE_URLs as written (its Secrets still show nothing). Keep a *Settings
-// there (an address is printed), or print the Settings itself.
+// BASE_URLs as written (its Secrets still show nothing); so does a
+// *Settings there under a verb other than %v. Print the Settings itself, or
+// log the fields that matter.
 //
 // FromEnv and FromMap, which see every key that is set, also report each key
 // that is no key pgw reads but sits in its namespace or next to it, with a
