@@ -42,7 +42,7 @@ type GatewayClient struct {
 	byName byname.Index[*scope] // scopes, for the hot path
 	names  []string             // configured scopes, in settings order
 	log    *slog.Logger
-	creds  map[string]map[string][]string // each source's credentials, by scope (sourceCredentials)
+	creds  credIndex // each source's credentials, by scope (sourceCredentials)
 
 	redis    goredis.UniversalClient // closed by Close when ownRedis
 	redisLog *redisRoute             // go-redis's lines to log; nil without redis

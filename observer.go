@@ -157,25 +157,28 @@ type attemptLog struct {
 	// (provider.Credentials), redacted from a failed attempt's error text:
 	// the error of a Call function (an SDK's, say) may quote the URL or
 	// headers it sent.
-	creds map[string]map[string][]string
+	creds credIndex
 }
 
 // credentials returns the credentials of scope's source, or of every source
 // of scope when source is empty.
 func (g *GatewayClient) credentials(scope, source string) []string {
-	if source != "" {
-		return g.creds[scope][source]
+	if g.creds == nil {
+		return nil
 	}
-	var all []string
-	for _, c := range g.creds[scope] {
-		all = append(all, c...)
-	}
-	return all
+	return g.creds(scope, source)
 }
+
+// credIndex answers with the credentials, in the clear, of a scope's
+// source, or of every source of the scope when source is "". It is a func,
+// closed over the index, so that printing a struct that holds it (%v or
+// %+v of a *GatewayClient, which fmt opens, unexported fields included)
+// shows an address under every verb, never a key.
+type credIndex func(scope, source string) []string
 
 // sourceCredentials returns provider.Credentials of every source of s with
 // any, by scope and source name.
-func sourceCredentials(s Settings) map[string]map[string][]string {
+func sourceCredentials(s Settings) credIndex {
 	out := map[string]map[string][]string{}
 	for _, sc := range s.Scopes {
 		for _, src := range sc.Sources {
@@ -187,7 +190,25 @@ func sourceCredentials(s Settings) map[string]map[string][]string {
 			}
 		}
 	}
-	return out
+	return func(scope, source string) []string {
+		if source != "" {
+			return out[scope][source]
+		}
+		var all []string
+		for _, c := range out[scope] {
+			all = append(all, c...)
+		}
+		return all
+	}
+}
+
+// credentials returns the credentials of scope's source; none without an
+// index.
+func (l attemptLog) credentials(scope, source string) []string {
+	if l.creds == nil {
+		return nil
+	}
+	return l.creds(scope, source)
 }
 
 // Enabled reports whether the logger takes Debug lines now: when it does
@@ -223,7 +244,7 @@ func (l attemptLog) ObserveAttempt(a AttemptRecord) {
 	}
 	if a.Err != nil {
 		msg := a.Err.Error()
-		if c := l.creds[a.Scope][a.Source]; len(c) > 0 {
+		if c := l.credentials(a.Scope, a.Source); len(c) > 0 {
 			msg = string(provider.RedactCredentials([]byte(msg), c))
 		}
 		attrs = append(attrs, slog.String("err", msg))

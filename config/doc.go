@@ -8,13 +8,13 @@
 //	PGW_BREAKER_BACKEND      memory (default) | redis | noop
 //	PGW_QUOTA_BACKEND        memory | redis; default: the breaker's, noop → memory
 //	PGW_REDIS_URL            go-redis URL, default redis://127.0.0.1:6379/0 (a secret: it may hold a password)
-//	PGW_REDIS_CLUSTER_ADDRS  host:port,host:port — selects Redis Cluster
+//	PGW_REDIS_CLUSTER_ADDRS  host:port,host:port — selects Redis Cluster (PGW_REDIS_URL then names database 0 or none)
 //	PGW_REDIS_PREFIX         key prefix, default pgw
 //	PGW_REDIS_DOWN           fail_open (default) | fail_closed
-//	PGW_REDIS_PROBE_INTERVAL_S  the outage prober's interval, default 0.5
+//	PGW_REDIS_PROBE_INTERVAL_S  the outage prober's interval in [0.002, 10000000), default 0.5
 //	PGW_REDIS_PROBE_TIMEOUT_S   one probe's bound, ≤ half the interval, default min(0.2, interval/2)
 //	PGW_REDIS_PROBE_BACKOFF_S   longest pause between probes in an outage, ≥ interval, default max(2, interval)
-//	PGW_REDIS_HEARTBEAT_TTL_S   a process's heartbeat life, > interval, default max(3, 6 × interval)
+//	PGW_REDIS_HEARTBEAT_TTL_S   a process's heartbeat life, > interval, default max(3, 6 × interval), at most 10000000
 //	PGW_SCOPES               scope names to read, default CHAT,EMBEDDING,OCR
 //
 // Per scope listed in PGW_SCOPES; a scope is active when {SCOPE}__SOURCES is
@@ -79,6 +79,15 @@
 // "KEY unset". Secret values are shown as "<redacted>", URLs without their
 // user info and query.
 //
+// Settings, ScopeSettings and Source print the same way under every fmt
+// verb, slog and encoding/json: API keys and the Redis URL are Secrets, and
+// a BASE_URL loses its user info and query. One limit is fmt's: it calls no
+// method of a value it reaches through an unexported field, so a Settings
+// kept in an unexported field of a struct that is printed whole shows its
+// BASE_URLs as written (its Secrets still show nothing); so does a
+// *Settings there under a verb other than %v. Print the Settings itself, or
+// log the fields that matter.
+//
 // FromEnv and FromMap, which see every key that is set, also report each key
 // that is no key pgw reads but sits in its namespace or next to it, with a
 // "did you mean" when a known key is near: unknown keys under an active
@@ -88,8 +97,11 @@
 // key with the wrong case (chat__sources), a single or a triple underscore
 // (CHAT_SOURCES, CHAT___A__BASE_URL) or one character changed, missing,
 // added or swapped; keys under a listed scope's name in the wrong case or
-// one character off (CAHT__CIRCUIT_OPNE); and near misses of the PGW_ keys. FromLookup cannot
-// enumerate keys and reports none of these. FromEnvRequiring and
+// one character off (CAHT__CIRCUIT_OPNE); and near misses of the PGW_ keys,
+// up to two characters off (PGW_REDIS_PREFX). Every other name is left
+// alone — the environment is the whole process's — a PGW_ name further from
+// every pgw key (PGW_TEST_ADDR) included. FromLookup cannot enumerate keys
+// and reports none of these. FromEnvRequiring and
 // Settings.ValidateRequiring add keys the caller needs (the gateway needs
 // BASE_URL for its default transport) to the same error.
 //

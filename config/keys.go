@@ -121,7 +121,8 @@ var sourceFields = []field[Source]{
 		check: func(s *Source) (string, bool) {
 			return redactURL(s.BaseURL), s.BaseURL == "" || validBaseURL(s.BaseURL)
 		},
-		show: func(raw string) string { return redactURL(strings.TrimSpace(raw)) },
+		show:   func(raw string) string { return redactURL(strings.TrimSpace(raw)) },
+		detail: baseURLDetail,
 	},
 	{
 		suffix: "API_KEY",
@@ -209,7 +210,28 @@ func checkRedisURL(raw string) string {
 		why, _, _ = strings.Cut(why, ":")
 		return why
 	}
+	if u.Scheme != "unix" {
+		return portProblem(u)
+	}
 	return ""
+}
+
+// legalClusterDB is what PGW_REDIS_URL may name as its database when
+// PGW_REDIS_CLUSTER_ADDRS selects Redis Cluster.
+const legalClusterDB = "with PGW_REDIS_CLUSTER_ADDRS set, a go-redis URL naming database 0 or none: " +
+	"Redis Cluster has no other database (keep deployments apart with PGW_REDIS_PREFIX)"
+
+// clusterDB reports the Redis URL of r when it names a database other than
+// 0 while r selects Redis Cluster, which would silently use database 0.
+func clusterDB(r RedisSettings) (shown string, bad bool) {
+	if len(r.ClusterAddrs) == 0 {
+		return "", false
+	}
+	o, err := goredis.ParseURL(r.URL.Reveal())
+	if err != nil || o.DB == 0 {
+		return "", false
+	}
+	return redactSecretURL(r.URL.Reveal()), true
 }
 
 func validBaseURL(raw string) bool {
@@ -217,8 +239,35 @@ func validBaseURL(raw string) bool {
 	if err != nil {
 		return false
 	}
-	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == "" &&
-		u.User == nil && u.Fragment == "" && !strings.Contains(raw, "#")
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" && u.Opaque == "" &&
+		u.User == nil && u.Fragment == "" && !strings.Contains(raw, "#") && portProblem(u) == ""
+}
+
+// baseURLDetail says what is wrong with a BASE_URL whose only fault is
+// its port or its missing host name, which the legal text alone would not
+// make plain; "" otherwise.
+func baseURLDetail(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Hostname() == "" {
+		return "no host name before the port"
+	}
+	return portProblem(u)
+}
+
+// portProblem says why u's port cannot be dialled ("" when it has none, or
+// one in [1, 65535]): url.Parse accepts any digits there.
+func portProblem(u *url.URL) string {
+	p := u.Port()
+	if p == "" {
+		return ""
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return "port " + p + " is not in [1, 65535]"
+	}
+	return ""
 }
 
 // redactSecretURL shows the value of a key that is a secret as a whole

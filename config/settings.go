@@ -129,7 +129,7 @@ type RedisSettings struct {
 	// HeartbeatTTL is how long a process counts as alive in Redis after its
 	// last probe; fail_open divides each limit by the processes alive. More
 	// than ProbeInterval (default max(DefaultRedisHeartbeatTTL, 6 ×
-	// ProbeInterval)).
+	// ProbeInterval), at most 10000000 s).
 	HeartbeatTTL time.Duration
 }
 
@@ -177,21 +177,22 @@ func (s Settings) WithDefaults() Settings {
 var defaultPolicy = gate.Policy{}.WithDefaults()
 
 // withProbeDefaults fills the prober's zero fields. The defaults follow the
-// interval, so that setting the interval alone always gives a prober that
-// can start: a timeout of at most half of it, a backoff and a heartbeat
-// that outlast it.
+// interval, so that setting the interval alone, to any value its key
+// accepts, gives a prober that can start: a timeout of at most half of it,
+// a backoff and a heartbeat that outlast it — each within the range of
+// seconds keys, [0.001, 10000000].
 func (r RedisSettings) withProbeDefaults() RedisSettings {
 	if r.ProbeInterval == 0 {
 		r.ProbeInterval = DefaultRedisProbeInterval
 	}
 	if r.ProbeTimeout == 0 {
-		r.ProbeTimeout = min(DefaultRedisProbeTimeout, r.ProbeInterval/2)
+		r.ProbeTimeout = max(minDuration, min(DefaultRedisProbeTimeout, r.ProbeInterval/2))
 	}
 	if r.ProbeBackoff == 0 {
 		r.ProbeBackoff = max(DefaultRedisProbeBackoff, r.ProbeInterval)
 	}
 	if r.HeartbeatTTL == 0 {
-		r.HeartbeatTTL = max(DefaultRedisHeartbeatTTL, 6*r.ProbeInterval)
+		r.HeartbeatTTL = min(maxDuration, max(DefaultRedisHeartbeatTTL, 6*r.ProbeInterval))
 	}
 	return r
 }

@@ -14,8 +14,9 @@ import (
 //     invalid ("a;b"), the problem of such a key says so;
 //   - any key under the prefix of a listed scope whose {SCOPE}__SOURCES is
 //     not set: such a scope is inactive, so the key would be ignored;
-//   - {SCOPE}__SOURCES, and the keys under its prefix, for a scope missing
-//     from PGW_SCOPES (unless PGW_SCOPES itself is wrong, scopesBad);
+//   - {SCOPE}__SOURCES (in any case: ocr__sources), and the keys under its
+//     prefix, for a scope missing from PGW_SCOPES (unless PGW_SCOPES itself
+//     is wrong, scopesBad);
 //   - any key that is a pgw key but for its case, its underscores ('_' for
 //     "__", "___"), or one edit (a changed, missing, extra or swapped
 //     character, the source segment included);
@@ -160,6 +161,12 @@ func (k *knownKeys) judge(name string, names []string, scopesFrom string) (strin
 		}
 	case scoped && !k.scopesBad && validScopeName(scope) && (rest == keySources || slices.Contains(names, scope+"__"+keySources)):
 		return withNear("scope "+scope+" is not in PGW_SCOPES ("+scopesFrom+"), so this key is not read; add "+scope+" to PGW_SCOPES or unset this key", near), true
+	case scoped && !k.scopesBad && near == "" && validScopeName(strings.ToUpper(scope)) && strings.EqualFold(rest, keySources):
+		// ocr__sources: OCR__SOURCES but for its case, of a scope PGW_SCOPES
+		// does not list.
+		up := strings.ToUpper(scope)
+		return withNear("scope "+up+" is not in PGW_SCOPES ("+scopesFrom+"), and the key is not upper-case, so it is not read; add "+
+			up+" to PGW_SCOPES and set "+up+"__"+keySources+", or unset this key", up+"__"+keySources), true
 	case near != "":
 		return withNear("not a pgw key", near), true
 	case scoped && k.nearScope(scope) != "":

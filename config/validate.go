@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/pgw-go/pgw/gate"
@@ -31,6 +32,9 @@ func (s *Settings) Validate() error {
 func validate(s Settings, ps *problems) {
 	checkFields(globalFields, &s, "", ps)
 	checkProber(s.Redis, ps)
+	if shown, bad := clusterDB(s.Redis); bad && !ps.has("PGW_REDIS_URL") {
+		ps.add("PGW_REDIS_URL", shown, legalClusterDB)
+	}
 	if len(s.Scopes) == 0 {
 		ps.addUnset(keyScopes, legalNoScope)
 	}
@@ -90,8 +94,19 @@ func validate(s Settings, ps *problems) {
 // redis.NewProber does: a failed probe and the one that confirms it must fit
 // in one interval, the backoff may only lengthen the pause, and a heartbeat
 // must outlive the pause before the next one.
+//
+// The interval itself must leave room for both: half of it holds a timeout
+// of at least 0.001 s, and a heartbeat of at most 10000000 s outlasts it.
+// An interval outside that room is the one problem reported, on its own
+// key, rather than a problem of a timeout or heartbeat the user never set.
 func checkProber(r RedisSettings, ps *problems) {
 	iv := formatSeconds(r.ProbeInterval)
+	if r.ProbeInterval < 2*minDuration || r.ProbeInterval >= maxDuration {
+		if !ps.has(keyProbeInterval) {
+			ps.add(keyProbeInterval, iv, legalProbeInterval)
+		}
+		return
+	}
 	if 2*r.ProbeTimeout > r.ProbeInterval && !ps.has(keyProbeTimeout) {
 		ps.add(keyProbeTimeout, formatSeconds(r.ProbeTimeout),
 			"seconds in [0.001, "+formatSeconds(r.ProbeInterval/2)+"]: at most half "+keyProbeInterval+" ("+iv+")")
@@ -105,6 +120,10 @@ func checkProber(r RedisSettings, ps *problems) {
 			"seconds in ("+iv+", 10000000]: more than "+keyProbeInterval+" ("+iv+")")
 	}
 }
+
+// legalProbeInterval is the interval's room: see checkProber.
+const legalProbeInterval = "seconds in [0.002, 10000000): half of it must hold " + keyProbeTimeout +
+	" (at least 0.001) and " + keyHeartbeatTTL + " (at most 10000000) must outlast it"
 
 // legalRate says which RPM and TPM values both the key (at most maxCount)
 // and the quota gates (which count exactly) accept: one statement, one upper
@@ -175,8 +194,14 @@ type problems struct {
 	list []errs.Problem
 }
 
+// add reports key's value as bad. The same problem twice (a list with two
+// empty items, " , ") is reported once.
 func (p *problems) add(key, value, legal string) {
-	p.list = append(p.list, errs.Problem{Key: key, Value: value, Legal: legal})
+	q := errs.Problem{Key: key, Value: value, Legal: legal}
+	if slices.Contains(p.list, q) {
+		return
+	}
+	p.list = append(p.list, q)
 }
 
 // addUnset reports a required key that is not set.

@@ -187,7 +187,7 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 	s := &Stream{
 		l:       c.l,
 		ctx:     ctx,
-		src:     src,
+		src:     seal(src),
 		st:      a.st,
 		ticket:  t,
 		rep:     h.rep,
@@ -209,7 +209,7 @@ func (c *Chat) open(ctx, actx context.Context, src config.Source, req transport.
 type Stream struct {
 	l       *Loop
 	ctx     context.Context // the caller's: tells a cancellation from a failure
-	src     config.Source   // for the credentials a cut's error must not show
+	src     sealedSource    // for the credentials a cut's error must not show
 	st      transport.ChatStream
 	ticket  *admission.Ticket
 	rep     *attemptReport // nil without an observer
@@ -272,7 +272,7 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)
 		return transport.ChatChunk{}, io.EOF
 	}
-	if d, ok := sourceHTTPError(err, s.src, s.l.clock.Now()); ok {
+	if d, ok := sourceHTTPError(err, s.src(), s.l.clock.Now()); ok {
 		// A custom transport's SDK error, described and redacted as an
 		// attempt's is.
 		err = d
@@ -306,7 +306,7 @@ func (s *Stream) Close() error {
 	s.closing.Store(true)
 	s.closeOnce.Do(func() {
 		if s.st != nil {
-			s.closeErr = redactedSourceError(s.st.Close(), s.src)
+			s.closeErr = redactedSourceError(s.st.Close(), s.src())
 		}
 	})
 	outcome := observe.OutcomeAbandoned

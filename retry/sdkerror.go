@@ -103,6 +103,15 @@ func AsHTTPError(err error, p config.Provider, key string, now time.Time) (error
 	return asHTTPError(err, p, creds, now)
 }
 
+// sealedSource holds a source (its API key, its BASE_URL with the query)
+// for the code that redacts them, out of fmt's reach: a func value prints
+// as an address under every verb, where fmt opens a pointer to a struct —
+// for %v of the stream that holds it, and again in the %!s(…) a wrong verb
+// prints — and shows its unexported fields raw.
+type sealedSource func() config.Source
+
+func seal(src config.Source) sealedSource { return func() config.Source { return src } }
+
 // sourceHTTPError is AsHTTPError for an attempt of src: every one of its
 // credentials (provider.Credentials) is redacted from the description and
 // from the text. An SDK's error that carries no status (a transport error

@@ -105,7 +105,7 @@ func OpenStream[T any](ctx context.Context, l *Loop, spec StreamSpec[T]) (*ItemS
 // openItems is one attempt of a stream-aware call: open the stream and read
 // ahead to its first item.
 func openItems[T any](ctx, actx context.Context, l *Loop, src config.Source, spec *StreamSpec[T], h *hold) (*ItemStream[T], transport.Usage, error) {
-	s := &ItemStream[T]{l: l, ctx: ctx, spec: spec, source: src.Name, src: src}
+	s := &ItemStream[T]{l: l, ctx: ctx, spec: spec, source: src.Name, src: seal(src)}
 	items, err := spec.Open(actx, src)
 	if err != nil {
 		if items != nil {
@@ -178,7 +178,7 @@ type ItemStream[T any] struct {
 	ctx    context.Context // the caller's: tells a cancellation from a failure
 	spec   *StreamSpec[T]
 	source string
-	src    config.Source // for the credentials a cut's error must not show
+	src    sealedSource // for the credentials a cut's error must not show
 	items  Items[T]
 	ticket *admission.Ticket // nil when the stream was complete at open
 	rep    *attemptReport    // nil without an observer
@@ -212,6 +212,18 @@ type ItemStream[T any] struct {
 
 // Source returns the name of the source that answers.
 func (s *ItemStream[T]) Source() string { return s.source }
+
+// Format prints the stream as the name of its source, under every verb:
+// what the stream holds to run (the loop, with every source's settings, and
+// the source's credentials) is not for a debug print or a log attribute to
+// open.
+func (s *ItemStream[T]) Format(f fmt.State, _ rune) {
+	if s == nil {
+		_, _ = io.WriteString(f, "<nil>")
+		return
+	}
+	_, _ = fmt.Fprintf(f, "ItemStream(source %s)", s.source)
+}
 
 // Items returns the stream the winning attempt opened, for what it carries
 // besides its items (an HTTP response's status and headers).
@@ -259,7 +271,7 @@ func (s *ItemStream[T]) Recv() (T, error) {
 		s.stopWhole()
 		return zero, io.EOF
 	}
-	if d, ok := sourceHTTPError(err, s.src, s.l.clock.Now()); ok {
+	if d, ok := sourceHTTPError(err, s.src(), s.l.clock.Now()); ok {
 		// An SDK's error, described and redacted as an attempt's is.
 		err = d
 	}
@@ -441,6 +453,6 @@ func (s *ItemStream[T]) discard(outcome string, err error) {
 // closeItems closes the inner stream once; its error shows no credential
 // (redactedSourceError).
 func (s *ItemStream[T]) closeItems() error {
-	s.closeOnce.Do(func() { s.closeErr = redactedSourceError(s.items.Close(), s.src) })
+	s.closeOnce.Do(func() { s.closeErr = redactedSourceError(s.items.Close(), s.src()) })
 	return s.closeErr
 }

@@ -45,6 +45,9 @@ func connect(o *options, stderr io.Writer) (*store, error) {
 	if why != "" {
 		return nil, fmt.Errorf("invalid %s: %s (legal: redis://[[user]:password@]host[:port][/db], rediss://…, unix:///path)", o.from["redis"], why)
 	}
+	if why := urlProblem(opt, o.cluster != ""); why != "" {
+		return nil, fmt.Errorf("invalid %s: %s", o.from["redis"], why)
+	}
 	// Scripts are not idempotent: a lost reply must not apply them twice.
 	opt.MaxRetries = -1
 	// -timeout bounds the whole command: every command ends at its ctx's
@@ -101,6 +104,24 @@ func parseRedisURL(raw string) (*goredis.Options, string) {
 		return nil, why
 	}
 	return opt, ""
+}
+
+// urlProblem says what a Redis URL go-redis parsed still gets wrong, as the
+// gateway's configuration does: a port no dial can use, or, for a cluster,
+// a database other than 0 (Redis Cluster has no other, and its client
+// would silently use 0). "" when there is nothing.
+func urlProblem(opt *goredis.Options, cluster bool) string {
+	if opt.Network != "unix" {
+		if _, port, err := net.SplitHostPort(opt.Addr); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return "port " + port + " is not in [1, 65535]"
+			}
+		}
+	}
+	if cluster && opt.DB != 0 {
+		return "database " + strconv.Itoa(opt.DB) + " with a cluster (legal: database 0 or none: Redis Cluster has no other; keep deployments apart with -prefix)"
+	}
+	return ""
 }
 
 // seeds splits a cluster seed list, host:port,…, trimming spaces; ok is
