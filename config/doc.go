@@ -69,7 +69,8 @@
 // Nothing invalid is silently defaulted. A key set to the empty string is
 // set: for API_KEY and MODEL it means empty, for every other key it is an
 // error (unset the key to get the default). Enumerated values are matched
-// exactly (lower case); true and false in any case. Scope names are upper-case as in the keys; source
+// as written, in lower case (spaces around one are ignored); true and
+// false in any case. Scope names are upper-case as in the keys; source
 // names are letters and digits joined by single '-' or '_', and two names of
 // one scope that give the same key are an error.
 //
