@@ -28,7 +28,7 @@ func WithPrefix(prefix string) Option {
 // WithLease sets how long a quota gate's in-flight lease lives (default
 // DefaultLease; at least 1ms). Set it above the longest call a permit covers:
 // a lease that expires under a running call frees its slot early. Breaker
-// gates ignore it.
+// gates do not use it, but refuse an invalid one as every gate does.
 func WithLease(d time.Duration) Option {
 	return func(o *options) { o.lease = d }
 }
