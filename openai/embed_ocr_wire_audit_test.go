@@ -195,3 +195,41 @@ func TestOCRAuditErrorAnswersAreErrors(t *testing.T) {
 		})
 	}
 }
+
+// auditEOURLs records each request's URL and api-key header.
+type auditEOURLs struct {
+	auditEOWire
+	urls, keys, auths []string
+}
+
+func (h *auditEOURLs) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.urls = append(h.urls, req.URL.String())
+	h.keys = append(h.keys, req.Header.Get("api-key"))
+	h.auths = append(h.auths, req.Header.Get("Authorization"))
+	h.mu.Unlock()
+	return h.auditEOWire.RoundTrip(req)
+}
+
+// On an azure source, embeddings and OCR go to the deployment's path with
+// the api-version query kept, and the key travels in api-key alone.
+func TestEmbedAndOCRAuditOnAzureKeepTheDeploymentPathQueryAndKeyHeader(t *testing.T) {
+	src := transport.Source{
+		Name: "az", Provider: config.ProviderAzure, APIKey: config.NewSecret(testKey),
+		BaseURL: "https://res.openai.azure.com/openai/deployments/dep?api-version=2024-10-21",
+	}
+	h := &auditEOURLs{}
+	c := openai.New(openai.WithHTTPClient(&http.Client{Transport: h}))
+	h.answer = `{"data":[{"index":0,"embedding":[1]}]}`
+	_, err := c.Embed(testCtx(t), src, transport.EmbedRequest{Inputs: []string{"a"}})
+	require.NoError(t, err)
+	h.answer = `{"choices":[{"index":0,"message":{"role":"assistant","content":"T"},"finish_reason":"stop"}]}`
+	_, err = c.OCR(testCtx(t), src, transport.OCRRequest{Image: pngBytes})
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"https://res.openai.azure.com/openai/deployments/dep/embeddings?api-version=2024-10-21",
+		"https://res.openai.azure.com/openai/deployments/dep/chat/completions?api-version=2024-10-21",
+	}, h.urls)
+	assert.Equal(t, []string{testKey, testKey}, h.keys)
+	assert.Equal(t, []string{"", ""}, h.auths)
+}
