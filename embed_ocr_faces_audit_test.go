@@ -305,7 +305,7 @@ func TestOCRPagesAuditAFailedPageIsNamedAndTheOthersReturned(t *testing.T) {
 			assert.Equal(t, pgw.OCRResponse{}, p)
 			continue
 		}
-		assert.Equal(t, pgw.OCRResponse{Text: "PAGE", Usage: pgw.Usage{PromptTokens: 10, CompletionTokens: 1, TotalTokens: 11}}, p, "page %d", i)
+		assert.Equal(t, pgw.OCRResponse{Text: "PAGE", FinishReason: "stop", Usage: pgw.Usage{PromptTokens: 10, CompletionTokens: 1, TotalTokens: 11}}, p, "page %d", i)
 	}
 	require.Len(t, rec.Calls(), 4, "one call per page")
 	mu.Lock()
@@ -443,4 +443,32 @@ func TestOCRAuditReservesTheImageEstimateAgainstTPM(t *testing.T) {
 			assert.Empty(t, bodies)
 		})
 	}
+}
+
+// On Anthropic, a transcription cut at max_tokens comes back with
+// FinishReason "length".
+func TestOCRAuditAnthropicMaxTokensStopIsLength(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1500,\"output_tokens\":1}}}\n\n"+
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"HALF\"}}\n\n"+
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"+
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":16}}\n\n"+
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	gw, _ := newGateway(t, map[string]string{
+		"PGW_SCOPES":            "OCR",
+		"OCR__SOURCES":          "claude",
+		"OCR__CLAUDE__BASE_URL": srv.URL + "/v1",
+		"OCR__CLAUDE__PROVIDER": "anthropic",
+		"OCR__CLAUDE__MODEL":    "claude-sonnet-4-5",
+	})
+	resp, err := gw.OCR(auditEOCtx(t), pgw.OCRRequest{Image: tinyPNG(t)})
+	require.NoError(t, err)
+	assert.Equal(t, "HALF", resp.Text)
+	assert.Equal(t, "length", resp.FinishReason)
+	assert.Empty(t, resp.Refusal)
+	assert.Equal(t, pgw.Usage{PromptTokens: 1500, CompletionTokens: 16, TotalTokens: 1516}, resp.Usage)
 }

@@ -233,3 +233,17 @@ func TestEmbedAndOCRAuditOnAzureKeepTheDeploymentPathQueryAndKeyHeader(t *testin
 	assert.Equal(t, []string{testKey, testKey}, h.keys)
 	assert.Equal(t, []string{"", ""}, h.auths)
 }
+
+// A transcription cut by the answer's bound, or a refusal, is told in the
+// response, not passed off as a whole, empty or not.
+func TestOCRAuditReportsTheFinishReasonAndARefusal(t *testing.T) {
+	h := &auditEOWire{answer: `{"choices":[{"index":0,"message":{"role":"assistant","content":"HALF OF THE"},"finish_reason":"length"}]}`}
+	resp, err := auditEOClient(h).OCR(testCtx(t), auditEOSource("http://ocr.internal/v1"), transport.OCRRequest{Image: pngBytes})
+	require.NoError(t, err)
+	assert.Equal(t, transport.OCRResponse{Text: "HALF OF THE", FinishReason: "length"}, resp)
+
+	h.answer = `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't read this document."},"finish_reason":"stop"}]}`
+	resp, err = auditEOClient(h).OCR(testCtx(t), auditEOSource("http://ocr.internal/v1"), transport.OCRRequest{Image: pngBytes})
+	require.NoError(t, err)
+	assert.Equal(t, transport.OCRResponse{FinishReason: "stop", Refusal: "I can't read this document."}, resp)
+}

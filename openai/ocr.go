@@ -54,7 +54,7 @@ func (c *Client) OCR(ctx context.Context, src transport.Source, req transport.OC
 	if err != nil {
 		return transport.OCRResponse{}, err
 	}
-	out := transport.OCRResponse{Text: chunk.Delta}
+	out := transport.OCRResponse{Text: chunk.Delta, FinishReason: chunk.FinishReason, Refusal: chunk.Refusal}
 	if chunk.Usage != nil {
 		out.Usage = *chunk.Usage
 	}
