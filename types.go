@@ -143,7 +143,7 @@ const (
 	FormatJSONObject   = transport.FormatJSONObject
 	FormatJSONSchema   = transport.FormatJSONSchema
 	// ImageTokenEstimate is what one image part counts in the token
-	// estimate of a chat request, and the image of an OCR request in its.
+	// estimate of a chat request.
 	ImageTokenEstimate = transport.ImageTokenEstimate
 )
 
