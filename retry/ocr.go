@@ -31,9 +31,8 @@ func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
 
 // OCR reads one image. The token estimate reserved against TPM is that of a
 // chat message carrying the same parts (estimateOCR); the reported usage
-// settles it. A request without an image is a *transport.RequestError
-// before admission, reported to the observer as a CallResult
-// "caller_error" without attempts.
+// settles it. A request without an image is a *transport.RequestError before admission,
+// reported to the observer as a CallResult "caller_error" without attempts.
 func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
 	if err := req.Validate(); err != nil {
 		return transport.OCRResponse{}, o.l.refuse(ctx, opOCR, req.Model, err)

@@ -1,7 +1,6 @@
 package transport
 
-// ImageTokenEstimate is what one image part counts in EstimateTokens, and
-// what the image of an OCR request counts in its reservation. The
+// ImageTokenEstimate is what one image part counts in EstimateTokens. The
 // providers price an image by its size and detail (OpenAI: 85 tokens at low
 // detail, up to about 1,100 for a large picture at high detail; Anthropic:
 // width × height / 750, about 1,600 for a megapixel), which the gateway does
