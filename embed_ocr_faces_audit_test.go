@@ -408,43 +408,6 @@ func TestOCRAuditAnthropicWire(t *testing.T) {
 	}
 }
 
-// An OCR page reserves what a chat message carrying its image counts
-// (pgw.ImageTokenEstimate plus its prompt) against TPM: a source whose whole
-// TPM is below it never admits the page, and with no other source the call
-// fails at once with a *gate.TokensError, nothing sent; a TPM that holds it
-// admits it.
-func TestOCRAuditReservesTheImageEstimateAgainstTPM(t *testing.T) {
-	for _, tt := range []struct {
-		tpm  string
-		fits bool
-	}{{"1000", false}, {"1100", true}} {
-		t.Run("TPM="+tt.tpm, func(t *testing.T) {
-			var (
-				mu     sync.Mutex
-				bodies []map[string]any
-			)
-			gw, _ := newGateway(t, map[string]string{
-				"PGW_SCOPES":       "OCR",
-				"OCR__SOURCES":     "v",
-				"OCR__V__BASE_URL": auditEOOCRUpstream(t, &bodies, &mu),
-				"OCR__V__TPM":      tt.tpm,
-			})
-			_, err := gw.OCR(auditEOCtx(t), pgw.OCRRequest{Image: tinyPNG(t), Prompt: strings.Repeat("p", 100)})
-			mu.Lock()
-			defer mu.Unlock()
-			if tt.fits {
-				require.NoError(t, err)
-				assert.Len(t, bodies, 1)
-				return
-			}
-			var te *gate.TokensError
-			require.ErrorAs(t, err, &te)
-			assert.Equal(t, int64(pgw.ImageTokenEstimate+(len("user")+100+3)/4), te.Tokens, "the image, the prompt and its role")
-			assert.Empty(t, bodies)
-		})
-	}
-}
-
 // On Anthropic, a transcription cut at max_tokens comes back with
 // FinishReason "length".
 func TestOCRAuditAnthropicMaxTokensStopIsLength(t *testing.T) {

@@ -29,9 +29,9 @@ func NewOCR(l *Loop, tr transport.OCRTransport, concurrency int) *OCR {
 	return &OCR{l: l, tr: tr, concurrency: concurrency}
 }
 
-// OCR reads one image. The token estimate reserved against TPM is that of a
-// chat message carrying the same parts (estimateOCR); the reported usage
-// settles it. A request without an image is a *transport.RequestError before admission,
+// OCR reads one image. No token estimate is reserved (the size of an image
+// in tokens is the provider's business); the reported usage is settled. A
+// request without an image is a *transport.RequestError before admission,
 // reported to the observer as a CallResult "caller_error" without attempts.
 func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRResponse, error) {
 	if err := req.Validate(); err != nil {
@@ -43,7 +43,7 @@ func (o *OCR) OCR(ctx context.Context, req transport.OCRRequest) (transport.OCRR
 // read is OCR on a request already checked; sib, when not nil, are the
 // pages of the call it is one of.
 func (o *OCR) read(ctx context.Context, req transport.OCRRequest, sib *admission.Siblings) (transport.OCRResponse, error) {
-	return runPart(ctx, o.l, sib, opOCR, req.Model, estimateOCR(req), o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
+	return runPart(ctx, o.l, sib, opOCR, req.Model, 0, o.l.demote, func(actx context.Context, src config.Source, _ *hold) (transport.OCRResponse, transport.Usage, error) {
 		r, err := o.tr.OCR(actx, src, req)
 		return r, r.Usage, err
 	})
@@ -105,15 +105,4 @@ func checkPages(pages []transport.OCRRequest) error {
 		}
 	}
 	return nil
-}
-
-// estimateOCR is the token estimate of one image: what a chat message of
-// the prompt and the image counts (transport.EstimateTokens), about four
-// bytes of the prompt per token plus transport.ImageTokenEstimate. A
-// transport's default prompt, sent when Prompt is empty, is not counted.
-func estimateOCR(req transport.OCRRequest) int64 {
-	return transport.EstimateTokens(transport.ChatRequest{Messages: []transport.Message{{
-		Role:  transport.RoleUser,
-		Parts: []transport.ContentPart{transport.TextPart(req.Prompt), {Type: transport.PartImageURL}},
-	}}})
 }
