@@ -410,7 +410,12 @@ func (g *GatewayClient) Embed(ctx context.Context, req EmbedRequest) (EmbedRespo
 }
 
 // OCR runs a governed OCR call in the OCR scope: one image, one attempt at a
-// time. A request without an image is a *RequestError before admission.
+// time. No token estimate is reserved against TPM (what an image costs in
+// tokens is the provider's business); the reported usage is settled. The
+// response's FinishReason says when the answer's bound cut the
+// transcription short ("length"), and Refusal when the model would not read
+// the image. A request without an image is a *RequestError before
+// admission.
 func (g *GatewayClient) OCR(ctx context.Context, req OCRRequest) (OCRResponse, error) {
 	sc, err := g.typed(ScopeOCR)
 	if err != nil {

@@ -42,5 +42,5 @@ func (c *Client) OCR(ctx context.Context, src transport.Source, req transport.OC
 		col.Add(ch)
 	}
 	r := col.Response()
-	return transport.OCRResponse{Text: r.Content, Usage: r.Usage}, nil
+	return transport.OCRResponse{Text: r.Content, FinishReason: r.FinishReason, Refusal: r.Refusal, Usage: r.Usage}, nil
 }

@@ -51,8 +51,9 @@
 //	WEIGHT         share within a priority tier, 1…1000000, default 1
 //	PRIORITY       integer, default 0; lower is tried first
 //	BATCH_SIZE     most inputs per embedding request, ≥ 0, 0 (default) = no split
-//	MAX_TOKENS     answer bound of chat requests that set none, ≥ 0, 0 (default) =
-//	               the provider's default (Anthropic, which requires one: 4096)
+//	MAX_TOKENS     answer bound of chat requests that set none and of OCR
+//	               requests, ≥ 0, 0 (default) = the provider's default
+//	               (Anthropic, which requires one: 4096)
 //	PROVIDER       openai (default) | azure | anthropic: credential header, error
 //	               and rate-limit formats, BASE_URL convention, default transport
 //	LIMITS_FROM_HEADERS  true | false (default), any case: the advertised

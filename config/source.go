@@ -40,7 +40,7 @@ type Source struct {
 	// inputs are split. 0 means no split.
 	BatchSize int
 	// MaxTokens bounds the answers of chat requests that set no MaxTokens
-	// of their own; 0 means the provider's default (for Anthropic, which
+	// of their own, and of OCR requests; 0 means the provider's default (for Anthropic, which
 	// requires a bound, the transport's documented default).
 	MaxTokens int
 	// Provider is the API family the source speaks (default

@@ -21,7 +21,7 @@ type embedRequest struct {
 }
 
 type wireEmbedding struct {
-	Index     int       `json:"index"`
+	Index     *int      `json:"index"` // nil: absent, as some compatible servers send it
 	Embedding []float32 `json:"embedding"`
 }
 
@@ -35,8 +35,9 @@ type embedResponse struct {
 // Embed embeds one batch on src: POST {BaseURL}/embeddings with the inputs
 // as an array and "encoding_format": "float". The vectors come back in input
 // order whatever order the upstream lists them in (they are placed by their
-// "index"); an answer that does not hold exactly one vector per input is an
-// error. req.Model, when empty, is src.Model. An empty batch returns an empty
+// "index"; an answer whose vectors all lack one is taken in the order it
+// lists them); an answer that does not hold exactly one non-empty vector per
+// input, or that gives an index to some vectors only, is an error. req.Model, when empty, is src.Model. An empty batch returns an empty
 // response without a request. Splitting large inputs into batches is the
 // gateway's job, not this method's.
 func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.EmbedRequest) (transport.EmbedResponse, error) {
@@ -67,23 +68,32 @@ func (c *Client) Embed(ctx context.Context, src transport.Source, req transport.
 }
 
 // inInputOrder places each vector at its index, checking that the indices
-// are exactly 0..n-1.
+// are exactly 0..n-1. When no vector has an index, the list's order is the
+// input order.
 func inInputOrder(data []wireEmbedding, n int) ([][]float32, error) {
 	if len(data) != n {
 		return nil, fmt.Errorf("got %d vectors for %d inputs", len(data), n)
 	}
+	indexed := slices.ContainsFunc(data, func(d wireEmbedding) bool { return d.Index != nil })
 	vectors := make([][]float32, n)
-	for _, d := range data {
-		if d.Index < 0 || d.Index >= n {
-			return nil, fmt.Errorf("vector index %d outside 0..%d", d.Index, n-1)
+	for pos, d := range data {
+		i := pos
+		switch {
+		case d.Index != nil:
+			i = *d.Index
+		case indexed:
+			return nil, fmt.Errorf("vector %d of the list has no index while others have one", pos)
 		}
-		if vectors[d.Index] != nil {
-			return nil, fmt.Errorf("vector index %d given twice", d.Index)
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("vector index %d outside 0..%d", i, n-1)
 		}
-		if d.Embedding == nil {
-			return nil, fmt.Errorf("vector index %d is empty", d.Index)
+		if vectors[i] != nil {
+			return nil, fmt.Errorf("vector index %d given twice", i)
 		}
-		vectors[d.Index] = slices.Clip(d.Embedding)
+		if len(d.Embedding) == 0 {
+			return nil, fmt.Errorf("vector index %d is empty", i)
+		}
+		vectors[i] = slices.Clip(d.Embedding)
 	}
 	return vectors, nil
 }

@@ -19,7 +19,9 @@ const DefaultOCRPrompt = "Transcribe all text in this image."
 // (data:<mime>;base64,…). req.MIME, when empty, is detected from the bytes
 // (http.DetectContentType). The image is not validated here: an upstream
 // that cannot read it answers 400, which the gateway returns to the caller
-// without retrying. req.Model, when empty, is src.Model.
+// without retrying. req.Model, when empty, is src.Model. src.MaxTokens, when
+// set, bounds the answer as it bounds a chat request's (max_completion_tokens
+// on OpenAI's own API, max_tokens elsewhere).
 func (c *Client) OCR(ctx context.Context, src transport.Source, req transport.OCRRequest) (transport.OCRResponse, error) {
 	model := req.Model
 	if model == "" {
@@ -39,6 +41,7 @@ func (c *Client) OCR(ctx context.Context, src transport.Source, req transport.OC
 			},
 		}},
 	}
+	body.limitAnswer(baseHost(src.BaseURL), src.MaxTokens)
 	resp, err := c.post(ctx, src, chatPath, body, false)
 	if err != nil {
 		return transport.OCRResponse{}, err
@@ -51,7 +54,7 @@ func (c *Client) OCR(ctx context.Context, src transport.Source, req transport.OC
 	if err != nil {
 		return transport.OCRResponse{}, err
 	}
-	out := transport.OCRResponse{Text: chunk.Delta}
+	out := transport.OCRResponse{Text: chunk.Delta, FinishReason: chunk.FinishReason, Refusal: chunk.Refusal}
 	if chunk.Usage != nil {
 		out.Usage = *chunk.Usage
 	}

@@ -225,11 +225,7 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		body.Seed = req.Seed
 	}
 	if _, named := req.Extra[maxCompletionTokens]; !named {
-		if isOpenAI(host) {
-			body.MaxCompletionTokens = maxTokens
-		} else {
-			body.MaxTokens = maxTokens
-		}
+		body.limitAnswer(host, maxTokens)
 	}
 	for _, t := range req.Tools {
 		params, _ := transport.SchemaJSON(t.Function.Parameters) // checked by Validate
@@ -255,6 +251,16 @@ func chatBody(src transport.Source, req transport.ChatRequest) ([]byte, error) {
 		}
 	}
 	return withExtra(src, body, req.Extra)
+}
+
+// limitAnswer sets the answer's limit n (0: none sent) in the key host
+// takes: max_completion_tokens on OpenAI's own API, max_tokens elsewhere.
+func (b *chatRequest) limitAnswer(host string, n int) {
+	if isOpenAI(host) {
+		b.MaxCompletionTokens = n
+	} else {
+		b.MaxTokens = n
+	}
 }
 
 // maxCompletionTokens is OpenAI's name for the answer's limit, which

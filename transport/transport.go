@@ -61,6 +61,14 @@ type OCRRequest struct {
 type OCRResponse struct {
 	// Text is the model's transcription of the image.
 	Text string
+	// FinishReason is why the answer ended, in a chat answer's terms:
+	// "stop"; "length" when the answer's bound (MAX_TOKENS) cut the
+	// transcription short; "content_filter" when a filter or the model's
+	// refusal ended it; empty when the upstream said none.
+	FinishReason string
+	// Refusal is the model's refusal text, when it refused to read the
+	// image (Text is then usually empty).
+	Refusal string
 	// Usage is the token usage the upstream reported.
 	Usage Usage
 }
