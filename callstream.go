@@ -74,7 +74,10 @@ func EstimateTokens[T any](n int64) StreamOption[T] {
 // an HTTP status — a *HTTPError or an SDK's error — is classified as Call
 // classifies it, and its text shows no credential, as Call's does). CallStream reads ahead to the stream's first item
 // (FirstItem); until it arrives an error, a cut or an error return retries
-// and fails over under the scope's admission, backoff and budget. Then the
+// and fails over under the scope's admission, backoff and budget (open may
+// return an SDK's stream and error as they come — go-openai's
+// CreateChatCompletionStream, whose stream is a Streamer as it is: a nil
+// pointer stream beside an error is no stream, and is not closed). Then the
 // stream is returned and holds its source's admission (probe lease, quota
 // permit, pacer slot) until it ends: Success at io.EOF — or, with a
 // TerminalItem, at the terminal item, io.EOF before it being a cut — a
