@@ -149,3 +149,66 @@ func TestAnthropicSDKInsideCallStreamFailsOverAndCatchesACut(t *testing.T) {
 		assert.Equal(t, 0, r.backup.Count(), "content reached the caller: no fail-over")
 	})
 }
+
+// An error event in the stream: anthropic-sdk-go reports it as its own
+// *anthropic.Error, whose status is the stream's 200 and whose type is the
+// event's. Before the first content delta an overloaded_error or a
+// rate_limit_error fails over, a mid-answer one is the source's failure;
+// neither is ever the source's success.
+func TestAnthropicSDKInsideCallStreamErrorEvents(t *testing.T) {
+	errEv := func(typ string) string {
+		return ev("error", `{"type":"error","error":{"type":"`+typ+`","message":"busy"}}`)
+	}
+	for _, typ := range []string{"overloaded_error", "rate_limit_error", "api_error"} {
+		t.Run("before content "+typ, func(t *testing.T) {
+			r := newGovRig(t, wire.Events(messageStream...), nil)
+			r.primary.Next(wire.Events(messageStream[0], messageStream[1], errEv(typ)))
+			got, err := callStream(context.Background(), r.gw)
+			require.NoError(t, err)
+			assert.Equal(t, "Hello there", got)
+			out := r.rec.Outcomes()
+			require.Len(t, out, 2)
+			assert.NotEqual(t, "primary:"+pgw.OutcomeSuccess, out[0])
+			assert.Equal(t, "backup:"+pgw.OutcomeSuccess, out[1])
+		})
+	}
+	t.Run("mid-answer", func(t *testing.T) {
+		r := newGovRig(t, wire.Events(messageStream...), nil)
+		r.primary.Next(wire.Events(messageStream[0], messageStream[1], messageStream[3], errEv("overloaded_error")))
+		got, err := callStream(context.Background(), r.gw)
+		require.Error(t, err)
+		var aerr *anthropic.Error
+		assert.ErrorAs(t, err, &aerr, "errors.As reaches the SDK's error")
+		assert.Equal(t, "Hello ", got)
+		assert.Equal(t, []string{"primary:" + pgw.OutcomeFailure}, r.rec.Outcomes())
+		assert.Equal(t, 1, wire.State(t, r.gw, "CHAT", "primary").ConsecutiveFailures)
+	})
+}
+
+// The SDK's error for an error event carries the stream's 200; pgw classes
+// it by the event's type, as it classes an error event it reads itself: a
+// rate_limit_error before content is a throttle, an authentication_error
+// opens the breaker, an invalid_request_error mid-answer is the request's
+// fault (recorded against nothing), an unknown type the source's failure.
+func TestAnthropicSDKInsideCallStreamErrorEventsAreClassedByType(t *testing.T) {
+	errEv := func(typ string) string {
+		return ev("error", `{"type":"error","error":{"type":"`+typ+`","message":"busy"}}`)
+	}
+	for _, tc := range []struct{ typ, outcome string }{
+		{"rate_limit_error", pgw.OutcomeThrottle},
+		{"authentication_error", pgw.OutcomeFatal},
+		{"overloaded_error", pgw.OutcomeFailure},
+		{"some_new_error", pgw.OutcomeFailure},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			r := newGovRig(t, wire.Events(messageStream...), nil)
+			r.primary.Next(wire.Events(messageStream[0], messageStream[1], errEv(tc.typ)))
+			_, err := callStream(context.Background(), r.gw)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"primary:" + tc.outcome, "backup:" + pgw.OutcomeSuccess}, r.rec.Outcomes())
+			att := r.rec.Attempts()
+			require.Len(t, att, 2)
+			assert.NotEqual(t, 200, att[0].Status, "an error is not recorded with the stream's 200")
+		})
+	}
+}
