@@ -56,3 +56,24 @@ func TestStreamViaCallStreamRetryAfterHoldsTheSourceOff(t *testing.T) {
 	assert.Equal(t, 1, r.primary.Count(), "held off: the next call goes to the backup")
 	assert.Equal(t, 2, r.backup.Count())
 }
+
+// A 429 whose rate-limit headers say the request window is spent, met by
+// the SDK's stream inside CallStream: the headers the SDK's error carries
+// reach the source's advertised budget, as they do inside pgw.Call, and
+// hold the source to the window's reset.
+func TestStreamViaCallStreamSpentWindowHoldsTheSourceToItsReset(t *testing.T) {
+	r := newGovRig(t, wire.Events(settleStream()...), nil)
+	r.primary.Next(wire.JSON(429, openAIError("rate_limit_exceeded", "slow"),
+		"x-ratelimit-limit-requests", "60", "x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "40s"))
+	for i := range 3 {
+		got, err := StreamViaCallStream(context.Background(), r.gw, "hello")
+		require.NoError(t, err, "call %d", i)
+		assert.Equal(t, "Hello there", got, "call %d", i)
+	}
+	assert.Equal(t, 1, r.primary.Count(), "held to the window's reset")
+	assert.Equal(t, 3, r.backup.Count())
+	snap, err := r.gw.Snapshot(context.Background(), "CHAT", "primary")
+	require.NoError(t, err)
+	require.NotNil(t, snap.Advertised, "the SDK error's headers reached the budget")
+	assert.Equal(t, int64(0), snap.Advertised.Requests.Remaining)
+}
