@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,12 +25,30 @@ import (
 // until the request is cancelled.
 func hedgeSilent(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 
+// hedgeRig: the primary answers with primary until the test's first call
+// is over (hedgeSettled), then with def, as the backup always does. Not a
+// scripted next answer: on a loaded machine the hedge may win before the
+// primary's request even reached it, and the script would be left for the
+// next call.
 func hedgeRig(t *testing.T, def http.HandlerFunc, primary http.HandlerFunc) *govRig {
 	t.Helper()
-	r := newGovRig(t, def, []string{"HEDGE_AFTER_S", "0.01", "PRIMARY__MAX_IN_FLIGHT", "1"})
-	r.primary.Next(primary)
+	var primaryURL atomic.Value
+	h := func(w http.ResponseWriter, req *http.Request) {
+		if u, _ := primaryURL.Load().(string); u == "http://"+req.Host && hedgeSilence.Load() {
+			primary(w, req)
+			return
+		}
+		def(w, req)
+	}
+	hedgeSilence.Store(true)
+	r := newGovRig(t, h, []string{"HEDGE_AFTER_S", "0.01", "PRIMARY__MAX_IN_FLIGHT", "1"})
+	primaryURL.Store(r.primary.URL)
 	return r
 }
+
+// hedgeSilence makes the primary of hedgeRig answer with its own handler.
+// The tests of this file do not run in parallel.
+var hedgeSilence atomic.Bool
 
 // hedgeSettled waits for the loser's end — nothing in flight, both
 // attempts reported — and checks the outcomes; then the primary, its slot
@@ -52,6 +71,7 @@ func hedgeSettled(t *testing.T, r *govRig, next func() error) {
 	calls := r.rec.Calls()
 	require.Len(t, calls, 1)
 	assert.Equal(t, pgw.ResultSuccess, calls[0].Result)
+	hedgeSilence.Store(false)
 	before := r.primary.Count()
 	require.NoError(t, next())
 	assert.Equal(t, before+1, r.primary.Count(), "the primary's in-flight slot came back")
