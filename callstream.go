@@ -38,11 +38,14 @@ func FirstItem[T any](first func(item T) bool) StreamOption[T] {
 
 // TerminalItem sets what counts as the stream's last item: once the caller
 // has it the call is a success and the source's admission is given back
-// (the tokens settled are those the items up to it reported), even if the
-// caller closes before io.EOF. The stream still reads on: items after it
-// (openai-go's chunk of usage after the finish reason) are delivered, and
-// whatever ends the stream after it, an error included, is io.EOF; its ctx
-// lives until then or Close. A stream that reaches io.EOF without it was
+// (the tokens settled are those the items up to it, itself included,
+// reported), even if the caller closes before io.EOF. The stream still
+// reads on: items after it are delivered, and whatever ends the stream
+// after it, an error included, is io.EOF; its ctx lives until then or
+// Close. Usage an item after it reports is not settled: when the usage
+// comes after the answer's end (openai-go with include_usage sends a chunk
+// with no choices and the request's usage after the finish reason), name
+// that item as the terminal one. A stream that reaches io.EOF without it was
 // cut (an SDK's stream often ends cleanly on a body closed early —
 // openai-go's does without its "data: [DONE]"): Recv returns an error
 // matching io.ErrUnexpectedEOF, the call is the source's failure, and
@@ -71,7 +74,10 @@ func EstimateTokens[T any](n int64) StreamOption[T] {
 // an HTTP status — a *HTTPError or an SDK's error — is classified as Call
 // classifies it, and its text shows no credential, as Call's does). CallStream reads ahead to the stream's first item
 // (FirstItem); until it arrives an error, a cut or an error return retries
-// and fails over under the scope's admission, backoff and budget. Then the
+// and fails over under the scope's admission, backoff and budget (open may
+// return an SDK's stream and error as they come — go-openai's
+// CreateChatCompletionStream, whose stream is a Streamer as it is: a nil
+// pointer stream beside an error is no stream, and is not closed). Then the
 // stream is returned and holds its source's admission (probe lease, quota
 // permit, pacer slot) until it ends: Success at io.EOF — or, with a
 // TerminalItem, at the terminal item, io.EOF before it being a cut — a

@@ -48,7 +48,11 @@ type quotaError interface {
 //     (which carry no headers, so their Retry-After is unknown).
 //
 // The fields are found by reflection once per error type. A *HTTPError of
-// pgw is not read here: Classify handles it first.
+// pgw is not read here: Classify handles it first. Classify judges an error
+// whose status is 2xx (an error event of a stream, reported with the
+// stream's status) by the type or code of its RawJSON body, as an error
+// event is judged (provider.ErrorBody.Status); StatusOf returns the status
+// as carried.
 func StatusOf(err error) (status int, h http.Header, ok bool) {
 	var found bool
 	walk(err, func(e error) bool {
@@ -150,7 +154,6 @@ func asHTTPError(err error, p config.Provider, creds []string, now time.Time) (e
 		return nil, false
 	}
 	creds = sdkCredentials(err, creds)
-	d := &errs.HTTPError{StatusCode: status}
 	var body provider.ErrorBody
 	var raw interface{ RawJSON() string }
 	hasRaw := errors.As(err, &raw) && strings.TrimSpace(raw.RawJSON()) != ""
@@ -158,6 +161,8 @@ func asHTTPError(err error, p config.Provider, creds []string, now time.Time) (e
 	if hasRaw {
 		rawBody = []byte(raw.RawJSON())
 	}
+	status = answerStatus(p, status, rawBody)
+	d := &errs.HTTPError{StatusCode: status}
 	d.RetryAfter, _ = provider.ErrorRetryAfter(status, h, rawBody, now)
 	if hasRaw {
 		body = provider.ParseErrorRedacting(p, status, rawBody, creds)
@@ -359,6 +364,21 @@ func sdkCredentials(err error, creds []string) []string {
 	return provider.SortCredentials(slices.Compact(out))
 }
 
+// answerStatus is the status an SDK error of status stands for, raw its
+// error body when it keeps one. An error that carries a 2xx answer reports
+// an error sent where the answer was due — anthropic-sdk-go's error for an
+// error event in a stream carries the stream's 200 — and stands for the
+// status of its type or code, as pgw's own transports class an error event
+// (provider.ErrorBody.Status: rate_limit_error a 429, authentication_error
+// a 401, overloaded_error a 529, anything unknown a 500). Other statuses are
+// as they are.
+func answerStatus(p config.Provider, status int, raw []byte) int {
+	if status < 200 || status > 299 {
+		return status
+	}
+	return provider.ParseError(p, status, raw, "").Status()
+}
+
 // classifyStatusError classifies errors that carry an HTTP status without a
 // *transport.HTTPError, and errors that say the quota is spent.
 func classifyStatusError(err error) (Class, bool) {
@@ -384,6 +404,7 @@ func classifyStatusError(err error) (Class, bool) {
 		rawBody = []byte(raw.RawJSON())
 		msg += " " + raw.RawJSON()
 	}
+	status = answerStatus(config.ProviderOpenAI, status, rawBody)
 	ra, _ := provider.ErrorRetryAfter(status, h, rawBody, time.Now())
 	return classifyStatus(status, msg, ra > 0), true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -37,7 +38,9 @@ const MaxReadAhead = 256
 type StreamSpec[T any] struct {
 	// Open opens the stream on src. ctx is the attempt's: it carries the
 	// source's timeout, which bounds the whole stream, and it stays alive
-	// until the stream ends.
+	// until the stream ends. A nil pointer (or other nil value) of a
+	// stream type is no stream: an SDK's (*Stream)(nil), err passes as it
+	// is returned, and is not closed.
 	Open func(ctx context.Context, src config.Source) (Items[T], error)
 	// First reports whether item is the stream's first item: until one
 	// arrives the call retries and fails over; after it the stream is the
@@ -102,11 +105,30 @@ func OpenStream[T any](ctx context.Context, l *Loop, spec StreamSpec[T]) (*ItemS
 	return s, nil
 }
 
+// nilItems reports whether items is nil, or holds a nil pointer, map,
+// slice, channel or function.
+func nilItems[T any](items Items[T]) bool {
+	if items == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(items); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
 // openItems is one attempt of a stream-aware call: open the stream and read
 // ahead to its first item.
 func openItems[T any](ctx, actx context.Context, l *Loop, src config.Source, spec *StreamSpec[T], h *hold) (*ItemStream[T], transport.Usage, error) {
 	s := &ItemStream[T]{l: l, ctx: ctx, spec: spec, source: src.Name, src: seal(src)}
 	items, err := spec.Open(actx, src)
+	if nilItems(items) {
+		// go-openai's CreateChatCompletionStream returns a nil
+		// *ChatCompletionStream with its error: as an Items it is not nil,
+		// and its Close would panic.
+		items = nil
+	}
 	if err != nil {
 		if items != nil {
 			_ = items.Close()

@@ -151,7 +151,10 @@ func ToolCall(ctx context.Context, client openai.Client) (name, args string, err
 // picked, and pgw retries until the first chunk that carries content. The
 // SDK's stream ends without an error when the upstream closes the body
 // mid-answer, so TerminalItem names the chunk that ends a whole answer: an
-// end before it is a cut (io.ErrUnexpectedEOF, the source's failure).
+// end before it is a cut (io.ErrUnexpectedEOF, the source's failure). The
+// request asks for usage (include_usage), so the last chunk is the one that
+// reports it, after the finish reason: it is the terminal item, since the
+// tokens the quota settles on are those reported up to the terminal item.
 func StreamViaCallStream(ctx context.Context, gw *pgw.GatewayClient, prompt string) (string, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:         "gpt-4o-mini",
@@ -165,7 +168,7 @@ func StreamViaCallStream(ctx context.Context, gw *pgw.GatewayClient, prompt stri
 			p.Model = src.Model
 		}
 		return pgw.FromIterator[openai.ChatCompletionChunk](client.Chat.Completions.NewStreaming(ctx, p)), nil
-	}, pgw.FirstItem(hasContent), pgw.TerminalItem(finished), pgw.ItemUsage(chunkUsage))
+	}, pgw.FirstItem(hasContent), pgw.TerminalItem(reportsUsage), pgw.ItemUsage(chunkUsage))
 	if err != nil {
 		return "", err
 	}
@@ -196,8 +199,8 @@ func hasContent(c openai.ChatCompletionChunk) bool {
 	return false
 }
 
-// finished: the chunk that ends a whole answer, every choice with its
-// finish reason.
+// finished: the chunk that ends a whole answer of a request that does not
+// ask for usage, every choice with its finish reason.
 func finished(c openai.ChatCompletionChunk) bool {
 	for _, ch := range c.Choices {
 		if ch.FinishReason == "" {
@@ -205,6 +208,12 @@ func finished(c openai.ChatCompletionChunk) bool {
 		}
 	}
 	return len(c.Choices) > 0
+}
+
+// reportsUsage: the chunk a stream with include_usage ends with, after every
+// finish reason: no choices, and the usage of the whole request.
+func reportsUsage(c openai.ChatCompletionChunk) bool {
+	return len(c.Choices) == 0 && c.JSON.Usage.Valid()
 }
 
 func chunkUsage(c openai.ChatCompletionChunk) (pgw.Usage, bool) {
