@@ -123,7 +123,7 @@ func TestSlowRedisAgainstTheOperationTimeout(t *testing.T) {
 			if mode == "fail_closed" {
 				allowed = append([]string{fs.ResultRedisDown}, lostReplies...)
 			}
-			run(t, scenario{
+			res := run(t, scenario{
 				mode:    mode,
 				workers: 2, goroutines: 16,
 				ownRedis: true, readTimeout: 100 * time.Millisecond,
@@ -140,6 +140,14 @@ func TestSlowRedisAgainstTheOperationTimeout(t *testing.T) {
 					return []fs.Interval{window(first, last.Add(1200*time.Millisecond))}
 				},
 			})
+			// Gate operations gave up at the timeout rather than waiting
+			// the sleeps out: fail_open served from its local gates,
+			// fail_closed failed calls as Redis being unreachable.
+			if mode == "fail_open" {
+				assert.NotEmpty(t, res.report.Outages, "timed-out gate operations took the gateways to their local gates")
+			} else {
+				assert.Positive(t, res.report.Results[fs.ResultRedisDown], "timed-out gate operations failed calls as redis unreachable")
+			}
 		})
 	}
 }
