@@ -25,7 +25,8 @@
 // cancelled call returns promptly; no attempt breaks an upstream Retry-After
 // its process received; no two probes of one source run at once; after the
 // run no in-flight or probe lease is left in Redis and no goroutine of pgw,
-// go-redis or net/http is left in a worker after Close.
+// go-redis or net/http is left in a worker after Close. A run whose healthy
+// phase saw no call succeed fails too: its invariants held of nothing.
 package main
 
 import (
@@ -280,6 +281,13 @@ func printReport(w io.Writer, m faultsuite.Report, plan []phase, leases []faults
 	if len(m.Outages) > 0 {
 		violations += int64(len(m.Outages))
 		fmt.Fprintf(w, "redis outages seen by the gateways: %d (the soak injects none)\n", len(m.Outages))
+	}
+	// Every invariant holds of a run whose calls never reached an upstream
+	// (no call, or every one refused): such a run proves nothing and must
+	// not pass.
+	if h := m.Phases["healthy"]; h == nil || h.Results[faultsuite.ResultSuccess] == 0 {
+		violations++
+		fmt.Fprintf(w, "no call succeeded in the healthy phase: the load never reached the upstreams\n")
 	}
 	fmt.Fprintf(w, "invariant violations: %d\n", violations)
 	for _, e := range append(m.Examples, overlaps...) {
