@@ -95,7 +95,8 @@ type Spec struct {
 	// which an attempt on the source is not counted against it (attempts
 	// admitted while the 429 was on its way back). 0 turns the check off.
 	RetryAfterGrace time.Duration `json:"retry_after_grace"`
-	// Verbose copies the gateway's Warn lines to stderr.
+	// Verbose copies the gateway's Warn lines to the worker's stderr, which
+	// Launch copies to the parent's.
 	Verbose bool `json:"verbose"`
 }
 
