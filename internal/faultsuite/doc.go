@@ -23,8 +23,8 @@
 //   - a cancelled call returns within Spec.CancelBound of the cancellation;
 //   - no attempt starts on a source while an upstream Retry-After this
 //     process received for it is running;
-//   - after Close, no goroutine of pgw, go-redis or net/http's connection
-//     pool is left.
+//   - Close returns within Spec.CloseBound, and after it no goroutine of
+//     pgw, go-redis or net/http's connection pool is left.
 //
 // The worker reports every probe attempt (start and end); the parent checks
 // that no two probes of one source overlapped across processes outside a

@@ -77,6 +77,9 @@ type Spec struct {
 	// CancelBound is the most time a cancelled call may take to return
 	// after its cancellation.
 	CancelBound time.Duration `json:"cancel_bound"`
+	// CloseBound is the most time the gateway's Close may take once the
+	// load has stopped; 0 leaves it unchecked.
+	CloseBound time.Duration `json:"close_bound"`
 	// Allowed lists the results a call may end with; ResultOther never is.
 	Allowed []string `json:"allowed"`
 	// AllowedByOp, for the operations it names, replaces Allowed: the

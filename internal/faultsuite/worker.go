@@ -190,7 +190,9 @@ func (w *worker) settleWriter() {
 
 // finish closes the gateway, looks for leftover goroutines and reports.
 func (w *worker) finish(enc *json.Encoder) int {
+	began := time.Now()
 	closeErr := w.gw.Close()
+	took := time.Since(began)
 	w.oc.CloseIdleConnections()
 	if w.rc != nil {
 		_ = w.rc.Close()
@@ -208,6 +210,10 @@ func (w *worker) finish(enc *json.Encoder) int {
 	w.mu.Unlock()
 	if closeErr != nil {
 		r.violation("worker %d: Close: %v", w.id, closeErr)
+	}
+	r.Close = took
+	if w.spec.CloseBound > 0 && took > w.spec.CloseBound {
+		r.violation("worker %d: Close took %v (bound %v)", w.id, took.Round(time.Millisecond), w.spec.CloseBound)
 	}
 	r.Goroutines, r.Stacks = n, stacks
 	if n > 0 {
