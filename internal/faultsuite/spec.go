@@ -70,8 +70,10 @@ type Spec struct {
 	// Window is the stall budget's bound on a call's time outside its attempts: the
 	// stall window plus one poll interval. Bound adds a slack for gate
 	// round trips and scheduling: a call past Bound is a violation, one past
-	// Window is counted, unless (either way) its scope delivered within Bound
-	// before it returned — then waiting on was legal.
+	// Window is counted, unless (either way) its scope kept delivering
+	// while it waited — no pause between two of the scope's successes
+	// longer than Bound while the call's time outside attempts was past
+	// Bound too — then waiting on was legal.
 	Window time.Duration `json:"window"`
 	Bound  time.Duration `json:"bound"`
 	// CancelBound is the most time a cancelled call may take to return

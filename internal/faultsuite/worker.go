@@ -105,7 +105,7 @@ func runWorker(id int, spec Spec, in io.Reader, out io.Writer) int {
 		return fail(err)
 	}
 	w.logs = newLogWatch(id, spec.Verbose)
-	w.watch = newScopeWatch(spec.RetryAfterGrace, w.violation)
+	w.watch = newScopeWatch(spec.RetryAfterGrace, w.bound, w.violation)
 	w.oc = openai.New()
 	opts := []pgw.Option{
 		pgw.WithLogger(w.logs.logger()),
@@ -401,7 +401,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 	switch {
 	case stall <= w.window:
 		held()
-	case w.watch.lastDelivery(scope).After(end.Add(-w.bound)):
+	case w.watch.keptDelivering(scope, start, end, stall, w.bound):
 		r.Excused++
 		r.MaxStallExcused = max(r.MaxStallExcused, stall)
 	case stall <= w.bound:
