@@ -279,7 +279,7 @@ func printReport(w io.Writer, m faultsuite.Report, plan []phase, leases []faults
 	fmt.Fprintf(w, "leases left in Redis: %d in-flight, %d probes\n", inFlight, probes)
 	fmt.Fprintf(w, "outcomes the writers failed to write: %d, dropped: %d; gate replies lost: acquire %d, release %d, try_enter %d, record %d\n",
 		m.WriterFailed, m.WriterDropped, m.Lost.Acquire, m.Lost.Release, m.Lost.TryEnter, m.Lost.Record)
-	fmt.Fprintf(w, "longest Close: %v; goroutines left in the workers after it: %d\n", m.Close.Round(time.Millisecond), m.Goroutines)
+	fmt.Fprintf(w, "longest Close: %v; goroutines left in the workers after it: %d\n", m.Close.Round(time.Microsecond), m.Goroutines)
 	if len(m.Outages) > 0 {
 		violations += int64(len(m.Outages))
 		fmt.Fprintf(w, "redis outages seen by the gateways: %d (the soak injects none)\n", len(m.Outages))
