@@ -386,7 +386,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 		// The bound is on the time the process could run: a span in
 		// which none of its goroutines ran on time (the machine busy
 		// with others) is no time the call had to see its ctx end.
-		paused := w.pauses.within(time.Unix(0, c), returned)
+		paused := w.pauses.withinSoFar(time.Unix(0, c), returned)
 		if w.spec.CancelBound > 0 && lat-paused > w.spec.CancelBound {
 			r.violation("worker %d: %s call returned %v after its cancellation, %v of it with the process paused (bound %v): %s %v",
 				w.id, op, lat.Round(time.Millisecond), paused.Round(time.Millisecond), w.spec.CancelBound, result, err)
@@ -407,7 +407,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 	case stall <= w.bound:
 		r.Late++
 		held()
-	case stall-pausedOutside(w.pauses.within(start, end), inAttempts) <= w.bound:
+	case stall-pausedOutside(w.pauses.withinSoFar(start, end), inAttempts) <= w.bound:
 		// Over the bound only by time the process was not running (the
 		// machine busy with others): no time the call had to end in.
 		r.Late++
@@ -415,7 +415,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 	default:
 		held()
 		r.violation("worker %d: %s call spent %v outside its attempts, %v of it with the process paused (bound %v, %d attempts, %s): %v",
-			w.id, op, stall.Round(time.Millisecond), pausedOutside(w.pauses.within(start, end), inAttempts).Round(time.Millisecond),
+			w.id, op, stall.Round(time.Millisecond), pausedOutside(w.pauses.withinSoFar(start, end), inAttempts).Round(time.Millisecond),
 			w.bound, attempts, result, err)
 	}
 	if result == ResultSuccess && attempts == 1 && op != OpStream {
