@@ -25,7 +25,8 @@
 // cancelled call returns promptly; no attempt breaks an upstream Retry-After
 // its process received; no two probes of one source run at once; after the
 // run no in-flight or probe lease is left in Redis and no goroutine of pgw,
-// go-redis or net/http is left in a worker after Close.
+// go-redis or net/http is left in a worker after Close. A run whose healthy
+// phase saw no call succeed fails too: its invariants held of nothing.
 package main
 
 import (
@@ -174,6 +175,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Window:       stallWindow + poll,
 		Bound:        stallWindow + poll + slack,
 		CancelBound:  500 * time.Millisecond,
+		// Close's flush bound for queued outcomes (2 s) and a slack.
+		CloseBound: 3 * time.Second,
 		// quota_exhausted: an upstream's Retry-After hold-off is a
 		// quota-like rejection, and a wait that cannot end within the
 		// call's deadline ends at once.
@@ -276,10 +279,17 @@ func printReport(w io.Writer, m faultsuite.Report, plan []phase, leases []faults
 	fmt.Fprintf(w, "leases left in Redis: %d in-flight, %d probes\n", inFlight, probes)
 	fmt.Fprintf(w, "outcomes the writers failed to write: %d, dropped: %d; gate replies lost: acquire %d, release %d, try_enter %d, record %d\n",
 		m.WriterFailed, m.WriterDropped, m.Lost.Acquire, m.Lost.Release, m.Lost.TryEnter, m.Lost.Record)
-	fmt.Fprintf(w, "goroutines left in the workers after Close: %d\n", m.Goroutines)
+	fmt.Fprintf(w, "longest Close: %v; goroutines left in the workers after it: %d\n", m.Close.Round(time.Microsecond), m.Goroutines)
 	if len(m.Outages) > 0 {
 		violations += int64(len(m.Outages))
 		fmt.Fprintf(w, "redis outages seen by the gateways: %d (the soak injects none)\n", len(m.Outages))
+	}
+	// Every invariant holds of a run whose calls never reached an upstream
+	// (no call, or every one refused): such a run proves nothing and must
+	// not pass.
+	if h := m.Phases["healthy"]; h == nil || h.Results[faultsuite.ResultSuccess] == 0 {
+		violations++
+		fmt.Fprintf(w, "no call succeeded in the healthy phase: the load never reached the upstreams\n")
 	}
 	fmt.Fprintf(w, "invariant violations: %d\n", violations)
 	for _, e := range append(m.Examples, overlaps...) {

@@ -18,13 +18,15 @@
 //     PGW_REDIS_DOWN=fail_open no call fails because of Redis;
 //   - stall: the call's time outside its transport attempts stays within
 //     Spec.Bound (the stall window plus one poll interval plus a slack), or
-//     the scope delivered a success within that bound before the call
-//     returned — the one case in which the stall budget lets a waiting call go on;
+//     the scope kept delivering: at no instant of the call had both its time
+//     outside attempts and the time since its scope's last success passed
+//     that bound — the one case in which the stall budget lets a waiting
+//     call go on;
 //   - a cancelled call returns within Spec.CancelBound of the cancellation;
 //   - no attempt starts on a source while an upstream Retry-After this
 //     process received for it is running;
-//   - after Close, no goroutine of pgw, go-redis or net/http's connection
-//     pool is left.
+//   - Close returns within Spec.CloseBound, and after it no goroutine of
+//     pgw, go-redis or net/http's connection pool is left.
 //
 // The worker reports every probe attempt (start and end); the parent checks
 // that no two probes of one source overlapped across processes outside a

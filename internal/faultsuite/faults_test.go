@@ -32,7 +32,8 @@ var lostReplies = []string{fs.ResultStalled}
 // killAndRestart takes Redis away under load for 0.6 s and brings it back
 // empty. Probes may overlap from the kill until the gateways are back on
 // Redis (fail_open tries it once a second): the restarted server forgot
-// every lease.
+// every lease. The load then runs on for 0.8 s, in which probes are one per
+// lease again.
 func killAndRestart(r *rig) []fs.Interval {
 	r.sleep(300 * time.Millisecond)
 	killed := time.Now()
@@ -40,7 +41,7 @@ func killAndRestart(r *rig) []fs.Interval {
 	r.sleep(600 * time.Millisecond)
 	r.redis.Restart(r.t)
 	restarted := time.Now()
-	r.sleep(1200 * time.Millisecond)
+	r.sleep(2000 * time.Millisecond)
 	return []fs.Interval{window(killed, restarted.Add(1200*time.Millisecond))}
 }
 
@@ -48,7 +49,8 @@ func TestRedisKilledAndRestartedUnderLoadFailOpen(t *testing.T) {
 	res := run(t, scenario{
 		workers: 3, goroutines: 16,
 		ownRedis: true,
-		allowed:  lostReplies,
+		allowed:  storm, // lostReplies' stalled among them
+		upstream: flakyFirst,
 		fault:    killAndRestart,
 		// A second outage after the load: each process's local quota must
 		// still have every slot of its share (MAX_IN_FLIGHT over the 3
@@ -60,6 +62,7 @@ func TestRedisKilledAndRestartedUnderLoadFailOpen(t *testing.T) {
 		},
 	})
 	assert.NotEmpty(t, res.report.Outages, "the gateways served from their local gates")
+	assert.Positive(t, len(res.report.Probes), "breakers probed around the outage")
 }
 
 func TestRedisKilledAndRestartedUnderLoadFailClosed(t *testing.T) {
@@ -74,9 +77,26 @@ func TestRedisKilledAndRestartedUnderLoadFailClosed(t *testing.T) {
 	assert.Empty(t, res.report.Outages, "fail_closed never serves locally")
 }
 
+// flakyFirst makes upstream 1 answer 503 to three requests in four, so
+// that the breakers of its sources (a, e, t1) keep opening, probing and
+// closing while a Redis fault runs: the check of at most one probe per
+// lease has probes to look at.
+func flakyFirst(r *rig) {
+	for _, ep := range []testutil.Endpoint{testutil.Chat, testutil.Embeddings} {
+		r.up1.SetScript(ep, func(n int) testutil.Reply {
+			if n%4 != 0 {
+				return testutil.Reply{Status: http.StatusServiceUnavailable}
+			}
+			return testutil.Reply{}
+		})
+	}
+}
+
 func TestScriptFlushUnderLoad(t *testing.T) {
 	res := run(t, scenario{
 		workers: 3, goroutines: 16,
+		allowed:  storm,
+		upstream: flakyFirst,
 		fault: func(r *rig) []fs.Interval {
 			for range 15 {
 				r.sleep(100 * time.Millisecond)
@@ -87,13 +107,17 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 			return nil
 		},
 	})
-	// NOSCRIPT is answered by EVAL at once: no outage, no gate error.
+	// NOSCRIPT is answered by EVAL at once: no outage, no gate error; the
+	// only warnings are the flaky upstream's breakers changing state.
 	assert.Empty(t, res.report.Outages)
-	assert.Empty(t, res.report.Warnings)
+	for msg := range res.report.Warnings {
+		assert.Equal(t, "pgw: breaker state changed", msg, "a warning other than the breakers' own")
+	}
+	assert.Positive(t, len(res.report.Probes), "breakers probed while the script cache was flushed")
 }
 
 func TestClientKillUnderLoad(t *testing.T) {
-	run(t, scenario{
+	res := run(t, scenario{
 		workers: 3, goroutines: 16,
 		ownRedis: true,
 		allowed:  lostReplies,
@@ -111,6 +135,10 @@ func TestClientKillUnderLoad(t *testing.T) {
 			return []fs.Interval{window(first, last.Add(1200*time.Millisecond))}
 		},
 	})
+	// The kills cut the workers' connections under their gate round trips:
+	// the invariants above held through the fault, not beside it.
+	l := res.report.Lost
+	assert.Positive(t, l.Acquire+l.Release+l.TryEnter+l.Record+l.Other, "gate round trips lost to the killed connections")
 }
 
 // DEBUG SLEEP 0.3 stalls Redis longer than the operation timeout (the
@@ -123,7 +151,7 @@ func TestSlowRedisAgainstTheOperationTimeout(t *testing.T) {
 			if mode == "fail_closed" {
 				allowed = append([]string{fs.ResultRedisDown}, lostReplies...)
 			}
-			run(t, scenario{
+			res := run(t, scenario{
 				mode:    mode,
 				workers: 2, goroutines: 16,
 				ownRedis: true, readTimeout: 100 * time.Millisecond,
@@ -140,6 +168,14 @@ func TestSlowRedisAgainstTheOperationTimeout(t *testing.T) {
 					return []fs.Interval{window(first, last.Add(1200*time.Millisecond))}
 				},
 			})
+			// Gate operations gave up at the timeout rather than waiting
+			// the sleeps out: fail_open served from its local gates,
+			// fail_closed failed calls as Redis being unreachable.
+			if mode == "fail_open" {
+				assert.NotEmpty(t, res.report.Outages, "timed-out gate operations took the gateways to their local gates")
+			} else {
+				assert.Positive(t, res.report.Results[fs.ResultRedisDown], "timed-out gate operations failed calls as redis unreachable")
+			}
 		})
 	}
 }

@@ -33,7 +33,9 @@ type proc struct {
 // Launch starts n workers running spec — this very binary re-executed with
 // WorkerEnv set, so the binary must call MaybeRunWorker first — and returns
 // once every one has built its gateway and started its load. ctx bounds the
-// start; Kill (or Close) ends the processes.
+// start; Kill (or Close) ends the processes. A worker's stderr is kept for
+// the errors that name it; with Spec.Verbose it is also copied to this
+// process's stderr as it comes.
 func Launch(ctx context.Context, n int, spec Spec) (*Fleet, error) {
 	env, err := spec.encode()
 	if err != nil {
@@ -49,6 +51,11 @@ func Launch(ctx context.Context, n int, spec Spec) (*Fleet, error) {
 		p.cmd = exec.Command(bin, "-test.run=^$") // a test binary runs no test; MaybeRunWorker ignores it
 		p.cmd.Env = append(os.Environ(), WorkerEnv+"="+env, workerIDEnv+"="+strconv.Itoa(id))
 		p.cmd.Stderr = p.stderr
+		if spec.Verbose {
+			// What a verbose worker writes to its stderr is meant to be
+			// read as it comes: copy it to this process's stderr too.
+			p.cmd.Stderr = io.MultiWriter(p.stderr, os.Stderr)
+		}
 		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 			f.Kill()
 			return nil, err

@@ -71,23 +71,39 @@ func (m *meter) inAttempts(now time.Time) (time.Duration, int, bool) {
 }
 
 // scopeWatch is what the worker's transports learn while calls run: when
-// each scope last delivered, and the upstream Retry-After each source is
-// under. Safe for concurrent use.
+// each scope delivered, and the upstream Retry-After each source is under.
+// Safe for concurrent use.
 type scopeWatch struct {
-	delivered map[string]*atomic.Int64 // scope → unix ns of the last delivery
-	grace     time.Duration
+	grace time.Duration
+	// gap is the shortest pause between two deliveries of a scope that
+	// deliveries keeps: the stall check asks only about longer ones.
+	gap time.Duration
 
-	mu   sync.Mutex
-	hold map[string]retryAfter // scope/source → the latest Retry-After
-	bad  func(format string, args ...any)
+	mu         sync.Mutex
+	deliveries map[string]*deliveries // scope → its deliveries
+	hold       map[string]retryAfter  // scope/source → the latest Retry-After
+	bad        func(format string, args ...any)
 }
+
+// deliveries is what a scope's deliveries left for the stall check: the
+// last one, and every pause between two of them longer than the watch's gap
+// (the time before the first counts as one, from 0).
+type deliveries struct {
+	last int64      // unix ns; 0: none yet
+	gaps [][2]int64 // [from, to) in unix ns, in order
+}
+
+// maxGaps bounds the gaps a scope keeps: far more than a run has.
+const maxGaps = 1 << 16
 
 type retryAfter struct{ seen, until time.Time }
 
-func newScopeWatch(grace time.Duration, bad func(string, ...any)) *scopeWatch {
-	w := &scopeWatch{delivered: map[string]*atomic.Int64{}, grace: grace, hold: map[string]retryAfter{}, bad: bad}
+// newScopeWatch returns a watch that keeps the pauses between deliveries
+// longer than gap.
+func newScopeWatch(grace, gap time.Duration, bad func(string, ...any)) *scopeWatch {
+	w := &scopeWatch{grace: grace, gap: gap, deliveries: map[string]*deliveries{}, hold: map[string]retryAfter{}, bad: bad}
 	for _, s := range []string{ScopeChat, ScopeEmbed, ScopeTool} {
-		w.delivered[s] = new(atomic.Int64)
+		w.deliveries[s] = &deliveries{}
 	}
 	return w
 }
@@ -95,18 +111,54 @@ func newScopeWatch(grace time.Duration, bad func(string, ...any)) *scopeWatch {
 // deliver marks a success of scope at t. The gateway marks its own
 // deliveries a moment later, so the worker's view is never ahead of it.
 func (w *scopeWatch) deliver(scope string, t time.Time) {
-	d := w.delivered[scope]
 	n := t.UnixNano()
-	for {
-		cur := d.Load()
-		if cur >= n || d.CompareAndSwap(cur, n) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.deliveries[scope]
+	if n > d.last {
+		if n-d.last > int64(w.gap) && len(d.gaps) < maxGaps {
+			d.gaps = append(d.gaps, [2]int64{d.last, n})
+		}
+		d.last = n
+		return
+	}
+	// Marked after a later one (its goroutine ran late): it splits the
+	// gap it falls in, if any.
+	for i, g := range d.gaps {
+		if g[0] < n && n < g[1] {
+			var parts [][2]int64
+			for _, p := range [][2]int64{{g[0], n}, {n, g[1]}} {
+				if p[1]-p[0] > int64(w.gap) {
+					parts = append(parts, p)
+				}
+			}
+			d.gaps = append(d.gaps[:i], append(parts, d.gaps[i+1:]...)...)
 			return
 		}
 	}
 }
 
-func (w *scopeWatch) lastDelivery(scope string) time.Time {
-	return time.Unix(0, w.delivered[scope].Load())
+// keptDelivering reports whether a call of scope that ran from start to end
+// and spent stall of it outside its attempts was allowed to go on by the
+// scope's deliveries: the stall budget ends a call once its stall time and
+// the time since its scope's last delivery both pass the window, so the
+// call broke it if at some instant both had passed bound. The call's stall
+// time at an earlier instant t is at least stall − (end − t).
+func (w *scopeWatch) keptDelivering(scope string, start, end time.Time, stall, bound time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.deliveries[scope]
+	e := end.UnixNano()
+	broken := func(from, to int64) bool {
+		at := min(to, e) // the latest instant of the call in the gap
+		return at > start.UnixNano() && at-from > int64(bound) && stall-time.Duration(e-at) > bound
+	}
+	for _, g := range d.gaps {
+		if broken(g[0], g[1]) {
+			return false
+		}
+	}
+	return !broken(d.last, e)
 }
 
 // starting checks that an attempt on source starting now does not break a

@@ -26,11 +26,12 @@ type pauseWatch struct {
 	mu     sync.Mutex
 	pauses [][2]time.Time // [start, end) of each late wake-up's lateness
 	max    time.Duration
+	woke   time.Time // the last wake-up noted; zero before the first
 }
 
 // newPauseWatch starts a pauseWatch; stop it with close.
 func newPauseWatch(tick time.Duration) *pauseWatch {
-	p := &pauseWatch{tick: tick, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &pauseWatch{tick: tick, stop: make(chan struct{}), done: make(chan struct{}), woke: time.Now()}
 	go p.run()
 	return p
 }
@@ -39,7 +40,9 @@ func (p *pauseWatch) run() {
 	defer close(p.done)
 	t := time.NewTicker(p.tick)
 	defer t.Stop()
-	last := time.Now()
+	p.mu.Lock()
+	last := p.woke
+	p.mu.Unlock()
 	for {
 		select {
 		case <-p.stop:
@@ -55,11 +58,12 @@ func (p *pauseWatch) run() {
 // note records that a wake-up due at due came at woke: the span between
 // is a pause when it is longer than a tick (the ticker's own jitter).
 func (p *pauseWatch) note(due, woke time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.woke = woke
 	if woke.Sub(due) <= p.tick {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.max = max(p.max, woke.Sub(due))
 	if len(p.pauses) == maxPauses {
 		p.pauses = p.pauses[1:]
@@ -76,18 +80,44 @@ func (p *pauseWatch) within(from, to time.Time) time.Duration {
 	defer p.mu.Unlock()
 	var d time.Duration
 	for _, s := range p.pauses {
-		start, end := s[0], s[1]
-		if start.Before(from) {
-			start = from
-		}
-		if end.After(to) {
-			end = to
-		}
-		if end.After(start) {
-			d += end.Sub(start)
-		}
+		d += overlap(s[0], s[1], from, to)
 	}
 	return d
+}
+
+// withinSoFar is within for a span that ended a moment ago, with the pause
+// the watch has not noted yet: when a paused process resumes, the goroutine
+// asking may run before the watch's own, which notes the pause only once it
+// wakes up. A wake-up due more than a tick before to and not noted yet is
+// such a pause, from when it was due until to at least.
+func (p *pauseWatch) withinSoFar(from, to time.Time) time.Duration {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var d time.Duration
+	for _, s := range p.pauses {
+		d += overlap(s[0], s[1], from, to)
+	}
+	if due := p.woke.Add(p.tick); !p.woke.IsZero() && to.Sub(due) > p.tick {
+		d += overlap(due, to, from, to)
+	}
+	return d
+}
+
+// overlap is how much of [start, end) lies within [from, to).
+func overlap(start, end, from, to time.Time) time.Duration {
+	if start.Before(from) {
+		start = from
+	}
+	if end.After(to) {
+		end = to
+	}
+	if end.After(start) {
+		return end.Sub(start)
+	}
+	return 0
 }
 
 // longest is the longest pause seen so far.

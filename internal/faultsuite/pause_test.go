@@ -47,3 +47,18 @@ func TestPausedOutsideLeavesThePausesAttemptsCouldHoldInTheStall(t *testing.T) {
 	assert.Zero(t, pausedOutside(0, ms(50)))
 	assert.Equal(t, ms(300), pausedOutside(ms(300), 0), "a call with no attempt: every pause is outside")
 }
+
+// When a paused process resumes, a goroutine checking its cancellation may
+// run before the watch's own has woken up to note the pause: the pause the
+// watch is still in counts already, and once noted it counts once.
+func TestPauseWatchCountsAPauseItHasNotNotedYet(t *testing.T) {
+	p := &pauseWatch{tick: 5 * time.Millisecond}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p.note(at(0), at(1)) // on time; next due at 6
+	assert.Equal(t, 494*time.Millisecond, p.withinSoFar(at(0), at(500)), "due at 6, not woken by 500")
+	assert.Zero(t, p.withinSoFar(at(0), at(10)), "within a tick of its due time it is no pause")
+	p.note(at(6), at(600)) // the watch wakes up and notes it
+	assert.Equal(t, 494*time.Millisecond, p.withinSoFar(at(0), at(500)), "counted once")
+	assert.Equal(t, 594*time.Millisecond, p.withinSoFar(at(0), at(600)))
+}

@@ -45,6 +45,9 @@ type Report struct {
 	// cancelled call took to return counts against Spec.CancelBound
 	// without the pauses in it.
 	MaxPause time.Duration `json:"max_pause"`
+	// Close is how long the gateway's Close took (the longest of the
+	// merged workers').
+	Close time.Duration `json:"close"`
 	// Violations counts broken invariants; Examples holds the first few.
 	Violations int64    `json:"violations"`
 	Examples   []string `json:"examples"`
@@ -152,6 +155,7 @@ func Merge(rs []Report) Report {
 		m.Cancelled += r.Cancelled
 		m.MaxCancelLatency = max(m.MaxCancelLatency, r.MaxCancelLatency)
 		m.MaxPause = max(m.MaxPause, r.MaxPause)
+		m.Close = max(m.Close, r.Close)
 		m.Violations += r.Violations
 		m.Examples = append(m.Examples, r.Examples...)
 		m.Probes = append(m.Probes, r.Probes...)
@@ -245,7 +249,7 @@ func (r Report) Summary() string {
 	fmt.Fprintf(&b, "probe attempts %d; redis outages seen %d; lost gate replies: acquire %d, release %d, try_enter %d, record %d, other %d\n",
 		len(r.Probes), len(r.Outages), r.Lost.Acquire, r.Lost.Release, r.Lost.TryEnter, r.Lost.Record, r.Lost.Other)
 	fmt.Fprintf(&b, "outcomes the writer failed to write %d, dropped %d\n", r.WriterFailed, r.WriterDropped)
-	fmt.Fprintf(&b, "goroutines left after Close: %d\n", r.Goroutines)
+	fmt.Fprintf(&b, "Close took %v; goroutines left after it: %d\n", r.Close.Round(time.Microsecond), r.Goroutines)
 	if len(r.Warnings) > 0 {
 		fmt.Fprintf(&b, "gateway warnings: %s\n", formatCounts(r.Warnings))
 	}

@@ -43,6 +43,9 @@ const (
 	// probe lease that follows from it, which in-flight leases share.
 	sourceTimeout = 2 * time.Second
 	leaseLife     = sourceTimeout + 5*time.Second
+	// closeBound is how long a worker's Close may take once its load has
+	// stopped: the outcome writer's flush bound (2 s) and a slack.
+	closeBound = 3 * time.Second
 )
 
 // scenario is one fault under load.
@@ -173,6 +176,7 @@ func (sc scenario) spec(r *rig) faultsuite.Spec {
 		Window:          stallWindow + poll,
 		Bound:           stallWindow + poll + slack,
 		CancelBound:     sc.cancelBound,
+		CloseBound:      closeBound,
 		Allowed:         sc.allowed,
 		RetryAfterGrace: sc.raGrace,
 	}

@@ -70,13 +70,18 @@ type Spec struct {
 	// Window is the stall budget's bound on a call's time outside its attempts: the
 	// stall window plus one poll interval. Bound adds a slack for gate
 	// round trips and scheduling: a call past Bound is a violation, one past
-	// Window is counted, unless (either way) its scope delivered within Bound
-	// before it returned — then waiting on was legal.
+	// Window is counted, unless (either way) its scope kept delivering
+	// while it waited — no pause between two of the scope's successes
+	// longer than Bound while the call's time outside attempts was past
+	// Bound too — then waiting on was legal.
 	Window time.Duration `json:"window"`
 	Bound  time.Duration `json:"bound"`
 	// CancelBound is the most time a cancelled call may take to return
 	// after its cancellation.
 	CancelBound time.Duration `json:"cancel_bound"`
+	// CloseBound is the most time the gateway's Close may take once the
+	// load has stopped; 0 leaves it unchecked.
+	CloseBound time.Duration `json:"close_bound"`
 	// Allowed lists the results a call may end with; ResultOther never is.
 	Allowed []string `json:"allowed"`
 	// AllowedByOp, for the operations it names, replaces Allowed: the
@@ -95,7 +100,8 @@ type Spec struct {
 	// which an attempt on the source is not counted against it (attempts
 	// admitted while the 429 was on its way back). 0 turns the check off.
 	RetryAfterGrace time.Duration `json:"retry_after_grace"`
-	// Verbose copies the gateway's Warn lines to stderr.
+	// Verbose copies the gateway's Warn lines to the worker's stderr, which
+	// Launch copies to the parent's.
 	Verbose bool `json:"verbose"`
 }
 

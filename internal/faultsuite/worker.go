@@ -105,7 +105,7 @@ func runWorker(id int, spec Spec, in io.Reader, out io.Writer) int {
 		return fail(err)
 	}
 	w.logs = newLogWatch(id, spec.Verbose)
-	w.watch = newScopeWatch(spec.RetryAfterGrace, w.violation)
+	w.watch = newScopeWatch(spec.RetryAfterGrace, w.bound, w.violation)
 	w.oc = openai.New()
 	opts := []pgw.Option{
 		pgw.WithLogger(w.logs.logger()),
@@ -190,7 +190,9 @@ func (w *worker) settleWriter() {
 
 // finish closes the gateway, looks for leftover goroutines and reports.
 func (w *worker) finish(enc *json.Encoder) int {
+	began := time.Now()
 	closeErr := w.gw.Close()
+	took := time.Since(began)
 	w.oc.CloseIdleConnections()
 	if w.rc != nil {
 		_ = w.rc.Close()
@@ -208,6 +210,10 @@ func (w *worker) finish(enc *json.Encoder) int {
 	w.mu.Unlock()
 	if closeErr != nil {
 		r.violation("worker %d: Close: %v", w.id, closeErr)
+	}
+	r.Close = took
+	if w.spec.CloseBound > 0 && took > w.spec.CloseBound {
+		r.violation("worker %d: Close took %v (bound %v)", w.id, took.Round(time.Millisecond), w.spec.CloseBound)
 	}
 	r.Goroutines, r.Stacks = n, stacks
 	if n > 0 {
@@ -380,7 +386,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 		// The bound is on the time the process could run: a span in
 		// which none of its goroutines ran on time (the machine busy
 		// with others) is no time the call had to see its ctx end.
-		paused := w.pauses.within(time.Unix(0, c), returned)
+		paused := w.pauses.withinSoFar(time.Unix(0, c), returned)
 		if w.spec.CancelBound > 0 && lat-paused > w.spec.CancelBound {
 			r.violation("worker %d: %s call returned %v after its cancellation, %v of it with the process paused (bound %v): %s %v",
 				w.id, op, lat.Round(time.Millisecond), paused.Round(time.Millisecond), w.spec.CancelBound, result, err)
@@ -395,13 +401,13 @@ func (w *worker) call(op string, rng *rand.Rand) {
 	switch {
 	case stall <= w.window:
 		held()
-	case w.watch.lastDelivery(scope).After(end.Add(-w.bound)):
+	case w.watch.keptDelivering(scope, start, end, stall, w.bound):
 		r.Excused++
 		r.MaxStallExcused = max(r.MaxStallExcused, stall)
 	case stall <= w.bound:
 		r.Late++
 		held()
-	case stall-pausedOutside(w.pauses.within(start, end), inAttempts) <= w.bound:
+	case stall-pausedOutside(w.pauses.withinSoFar(start, end), inAttempts) <= w.bound:
 		// Over the bound only by time the process was not running (the
 		// machine busy with others): no time the call had to end in.
 		r.Late++
@@ -409,7 +415,7 @@ func (w *worker) call(op string, rng *rand.Rand) {
 	default:
 		held()
 		r.violation("worker %d: %s call spent %v outside its attempts, %v of it with the process paused (bound %v, %d attempts, %s): %v",
-			w.id, op, stall.Round(time.Millisecond), pausedOutside(w.pauses.within(start, end), inAttempts).Round(time.Millisecond),
+			w.id, op, stall.Round(time.Millisecond), pausedOutside(w.pauses.withinSoFar(start, end), inAttempts).Round(time.Millisecond),
 			w.bound, attempts, result, err)
 	}
 	if result == ResultSuccess && attempts == 1 && op != OpStream {
