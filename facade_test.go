@@ -138,13 +138,23 @@ func TestCallerCancellationAndDeadlinesReachTheCallersError(t *testing.T) {
 		log := &eventLog{}
 		gw, _ := newGateway(t, env, pgw.WithObserver(log))
 		ctx, cancel := context.WithCancel(context.Background())
+		watched := make(chan struct{})
 		go func() {
+			// Bounded: a wait the observer never hears of would otherwise
+			// hold the call for the 600 s stall window.
+			defer close(watched)
+			defer cancel()
+			giveUp := time.Now().Add(20 * time.Second)
 			for !slicesContains(log.Lines(), "wait_start circuit_open") {
+				if time.Now().After(giveUp) {
+					t.Error("the call's wait did not start within 20 s")
+					return
+				}
 				time.Sleep(time.Millisecond)
 			}
-			cancel()
 		}()
 		_, err := gw.Chat(ctx, hello())
+		<-watched
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.NotErrorIs(t, err, pgw.ErrClosed)
 	})
