@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,11 +84,20 @@ var _ observe.Full = (*eventLog)(nil)
 // round, the wait's start and end, and the call's result last; each state
 // change starts where the previous one ended.
 func TestEventsOfAWaitingCallArriveInCausalOrder(t *testing.T) {
-	env, _ := singleSource(t, "wait", "0.2")
-	log := &eventLog{}
-	gw, rec := newGateway(t, env, pgw.WithObserver(observe.Multi(log)))
-	_, err := gw.Chat(context.Background(), hello())
-	require.NoError(t, err)
+	// Run again until the call waited (untilWaited), as the gateway's Info
+	// line tells, not the observer under test.
+	var log *eventLog
+	var rec *recorder
+	untilWaited(t, 200*time.Millisecond, func(env map[string]string) bool {
+		waited := &atomic.Bool{}
+		log = &eventLog{}
+		var gw *pgw.GatewayClient
+		gw, rec = newGateway(t, env, pgw.WithObserver(observe.Multi(log)),
+			pgw.WithLogger(slog.New(waitSeen{testLogger(t).Handler(), waited})))
+		_, err := gw.Chat(context.Background(), hello())
+		require.NoError(t, err)
+		return waited.Load()
+	})
 	lines := log.Lines()
 	want := []string{
 		"start solo#1", "attempt solo#1 failure", "change solo closed>open",

@@ -156,6 +156,25 @@ func (h waitSeen) WithGroup(name string) slog.Handler {
 	return waitSeen{h.next.WithGroup(name), h.seen}
 }
 
+// untilWaited runs call on a single source under CIRCUIT_OPEN=wait whose
+// first attempt's 503 opens the breaker (singleSource), until call reports
+// that the call waited; it returns how many times it ran call. The call
+// waits only if its retry finds the breaker still open. The cooldown is
+// real time, and a loaded machine can hold the retry past it: the retry
+// is then admitted as the probe at once, with no wait. So each run that
+// did not wait is followed by one on a new env with twice the cooldown,
+// from first to at most 16 × first.
+func untilWaited(t *testing.T, first time.Duration, call func(env map[string]string) (waited bool)) int {
+	t.Helper()
+	for runs, cooldown := 1, first; ; runs, cooldown = runs+1, 2*cooldown {
+		require.LessOrEqual(t, cooldown, 16*first, "the single-source call never waited for its cooldown")
+		env, _ := singleSource(t, "wait", strconv.FormatFloat(cooldown.Seconds(), 'f', -1, 64))
+		if call(env) {
+			return runs
+		}
+	}
+}
+
 // observerScenarios runs, each on a gateway of its own built with obs, the
 // calls that make every kind of event: a single-source call that fails,
 // waits out the cooldown and succeeds (attempt starts and records, state
@@ -178,24 +197,15 @@ func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer,
 	}
 	ctx := context.Background()
 
-	// The first call waits only if the breaker its 503 opened is still open
-	// when its retry asks. The cooldown is real time, and a loaded machine
-	// can hold the retry past it: the retry is then admitted as the probe
-	// at once and there is no wait to report. The gateway's Info line that
-	// opens a wait tells which happened; without it the call runs again on
-	// a gateway of its own, with twice the cooldown.
-	made := 0
-	for cooldown := 50 * time.Millisecond; ; cooldown *= 2 {
-		require.LessOrEqual(t, cooldown, 800*time.Millisecond, "the single-source call never waited for its cooldown")
-		env, _ := singleSource(t, "wait", strconv.FormatFloat(cooldown.Seconds(), 'f', -1, 64))
+	// The first call may have to run again until it has waited
+	// (untilWaited); the gateway's Info line that opens a wait tells, not
+	// the observer under test.
+	made := untilWaited(t, 50*time.Millisecond, func(env map[string]string) bool {
 		waited := &atomic.Bool{}
 		_, err := build(env, pgw.WithLogger(slog.New(waitSeen{log.Handler(), waited}))).Chat(ctx, hello())
 		require.NoError(t, err)
-		made++
-		if waited.Load() {
-			break
-		}
-	}
+		return waited.Load()
+	})
 
 	gw := build(map[string]string{
 		"PGW_SCOPES":             "RERANK",
