@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,11 +84,20 @@ var _ observe.Full = (*eventLog)(nil)
 // round, the wait's start and end, and the call's result last; each state
 // change starts where the previous one ended.
 func TestEventsOfAWaitingCallArriveInCausalOrder(t *testing.T) {
-	env, _ := singleSource(t, "wait", "0.2")
-	log := &eventLog{}
-	gw, rec := newGateway(t, env, pgw.WithObserver(observe.Multi(log)))
-	_, err := gw.Chat(context.Background(), hello())
-	require.NoError(t, err)
+	// Run again until the call waited (untilWaited), as the gateway's Info
+	// line tells, not the observer under test.
+	var log *eventLog
+	var rec *recorder
+	untilWaited(t, 200*time.Millisecond, func(env map[string]string) bool {
+		waited := &atomic.Bool{}
+		log = &eventLog{}
+		var gw *pgw.GatewayClient
+		gw, rec = newGateway(t, env, pgw.WithObserver(observe.Multi(log)),
+			pgw.WithLogger(slog.New(waitSeen{testLogger(t).Handler(), waited})))
+		_, err := gw.Chat(context.Background(), hello())
+		require.NoError(t, err)
+		return waited.Load()
+	})
 	lines := log.Lines()
 	want := []string{
 		"start solo#1", "attempt solo#1 failure", "change solo closed>open",
@@ -138,13 +149,23 @@ func TestCallerCancellationAndDeadlinesReachTheCallersError(t *testing.T) {
 		log := &eventLog{}
 		gw, _ := newGateway(t, env, pgw.WithObserver(log))
 		ctx, cancel := context.WithCancel(context.Background())
+		watched := make(chan struct{})
 		go func() {
+			// Bounded: a wait the observer never hears of would otherwise
+			// hold the call for the 600 s stall window.
+			defer close(watched)
+			defer cancel()
+			giveUp := time.Now().Add(20 * time.Second)
 			for !slicesContains(log.Lines(), "wait_start circuit_open") {
+				if time.Now().After(giveUp) {
+					t.Error("the call's wait did not start within 20 s")
+					return
+				}
 				time.Sleep(time.Millisecond)
 			}
-			cancel()
 		}()
 		_, err := gw.Chat(ctx, hello())
+		<-watched
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.NotErrorIs(t, err, pgw.ErrClosed)
 	})

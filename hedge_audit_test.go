@@ -699,10 +699,18 @@ func TestHedgeBudgetHoldsForConcurrentCalls(t *testing.T) {
 		}()
 	}
 	// Every call decides its hedge (fired or skipped) while slow holds its
-	// answer; then slow answers the calls that could not hedge.
+	// answer, and every hedge that fired delivers its answer; then slow
+	// answers the calls that could not hedge. A fired hedge's attempt on
+	// fast returns at once but runs on a goroutine of its own: released
+	// before it is scheduled, slow could win that race, so the release
+	// waits for the won events too (a hedge that can never win, the fault
+	// this test is for, fails that wait).
 	require.Eventually(t, func() bool {
 		return w.count(pgw.HedgeFired)+w.count(pgw.HedgeSkippedBudget) == calls
 	}, 20*time.Second, 5*time.Millisecond, "hedges: %v", w.Hedges())
+	require.Eventually(t, func() bool {
+		return w.count(pgw.HedgeWon) == w.count(pgw.HedgeFired)
+	}, 20*time.Second, 5*time.Millisecond, "each fired hedge wins while slow holds its answer: %v", w.Hedges())
 	close(answer)
 	wg.Wait()
 	close(errs)
@@ -710,7 +718,7 @@ func TestHedgeBudgetHoldsForConcurrentCalls(t *testing.T) {
 		require.NoError(t, err)
 	}
 	fired := w.count(pgw.HedgeFired)
-	assert.GreaterOrEqual(t, fired, 10, "the full bucket's 10")
+	assert.GreaterOrEqual(t, fired, 10, "the full bucket's 10: %v", w.Hedges())
 	assert.LessOrEqual(t, fired, 13, "at most 10 + 30 × 0.1")
 	assert.Equal(t, calls-fired, w.count(pgw.HedgeSkippedBudget))
 	assert.Equal(t, fired, w.count(pgw.HedgeWon), "each hedge that fired won: slow held its answer")

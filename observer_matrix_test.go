@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -122,8 +124,56 @@ func newOff(t *tally) offObs {
 	return offObs{startObs{c}, rejectionObs{c}, waitObs{c}, callObs{c}, hedgeObs{c}, advertisedObs{c}, hedgeCtxObs{ctxObs{c}}, c, &atomic.Int64{}}
 }
 
-// scenarioCalls is how many governed calls observerScenarios makes.
-const scenarioCalls = 5
+// waitLine is the Info line the gateway writes when a call begins a wait.
+const waitLine = "pgw: no source may run; waiting"
+
+// waitSeen passes every record on to next, and notes whether the gateway
+// began a wait: Info is enabled for that line whatever next takes.
+type waitSeen struct {
+	next slog.Handler
+	seen *atomic.Bool
+}
+
+func (h waitSeen) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.next.Enabled(ctx, l)
+}
+
+func (h waitSeen) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == waitLine {
+		h.seen.Store(true)
+	}
+	if !h.next.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h waitSeen) WithAttrs(as []slog.Attr) slog.Handler {
+	return waitSeen{h.next.WithAttrs(as), h.seen}
+}
+
+func (h waitSeen) WithGroup(name string) slog.Handler {
+	return waitSeen{h.next.WithGroup(name), h.seen}
+}
+
+// untilWaited runs call on a single source under CIRCUIT_OPEN=wait whose
+// first attempt's 503 opens the breaker (singleSource), until call reports
+// that the call waited; it returns how many times it ran call. The call
+// waits only if its retry finds the breaker still open. The cooldown is
+// real time, and a loaded machine can hold the retry past it: the retry
+// is then admitted as the probe at once, with no wait. So each run that
+// did not wait is followed by one on a new env with twice the cooldown,
+// from first to at most 16 × first.
+func untilWaited(t *testing.T, first time.Duration, call func(env map[string]string) (waited bool)) int {
+	t.Helper()
+	for runs, cooldown := 1, first; ; runs, cooldown = runs+1, 2*cooldown {
+		require.LessOrEqual(t, cooldown, 16*first, "the single-source call never waited for its cooldown")
+		env, _ := singleSource(t, "wait", strconv.FormatFloat(cooldown.Seconds(), 'f', -1, 64))
+		if call(env) {
+			return runs
+		}
+	}
+}
 
 // observerScenarios runs, each on a gateway of its own built with obs, the
 // calls that make every kind of event: a single-source call that fails,
@@ -131,8 +181,9 @@ const scenarioCalls = 5
 // changes, a rejection, a wait, the call's result, its contexts); a call
 // hedged away from a slow source; a chat stream read to its end and a
 // streamed request through HTTPClient; an embedding whose answer
-// advertises its rate limits.
-func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer, func())) {
+// advertises its rate limits. It returns how many governed calls it made:
+// five, and one more for each time the first call had to be run again.
+func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer, func())) int {
 	t.Helper()
 	build := func(env map[string]string, opts ...pgw.Option) *pgw.GatewayClient {
 		s, err := config.FromMap(env)
@@ -146,9 +197,15 @@ func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer,
 	}
 	ctx := context.Background()
 
-	env, _ := singleSource(t, "wait", "0.05")
-	_, err := build(env).Chat(ctx, hello())
-	require.NoError(t, err)
+	// The first call may have to run again until it has waited
+	// (untilWaited); the gateway's Info line that opens a wait tells, not
+	// the observer under test.
+	made := untilWaited(t, 50*time.Millisecond, func(env map[string]string) bool {
+		waited := &atomic.Bool{}
+		_, err := build(env, pgw.WithLogger(slog.New(waitSeen{log.Handler(), waited}))).Chat(ctx, hello())
+		require.NoError(t, err)
+		return waited.Load()
+	})
 
 	gw := build(map[string]string{
 		"PGW_SCOPES":             "RERANK",
@@ -156,7 +213,7 @@ func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer,
 		"RERANK__HEDGE_AFTER_S":  "0.01",
 		"RERANK__FAST__PRIORITY": "1",
 	})
-	_, err = pgw.Call(ctx, gw, "RERANK", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
+	_, err := pgw.Call(ctx, gw, "RERANK", func(ctx context.Context, src pgw.Source) (string, pgw.Usage, error) {
 		if src.Name == "slow" {
 			<-ctx.Done()
 			return "", pgw.Usage{}, ctx.Err()
@@ -187,6 +244,7 @@ func observerScenarios(t *testing.T, log *slog.Logger, obs func() (pgw.Observer,
 	})
 	_, err = gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"x"}})
 	require.NoError(t, err)
+	return made + 4
 }
 
 // Every optional observer interface, implemented alone by a user's type and
@@ -247,8 +305,9 @@ func TestEachObserverInterfaceAloneGetsItsEventsDirectlyInMultiAndInAsync(t *tes
 		for _, r := range routes {
 			t.Run(im.name+"/"+r.name, func(t *testing.T) {
 				tl := &tally{}
+				calls := 0
 				t.Run("calls", func(t *testing.T) {
-					observerScenarios(t, quiet, func() (pgw.Observer, func()) { return r.wrap(im.make(tl)) })
+					calls = observerScenarios(t, quiet, func() (pgw.Observer, func()) { return r.wrap(im.make(tl)) })
 				})
 				want := im.want
 				if r.async {
@@ -257,7 +316,7 @@ func TestEachObserverInterfaceAloneGetsItsEventsDirectlyInMultiAndInAsync(t *tes
 				assert.Equal(t, want, tl.names())
 				for _, name := range []string{"call", "start_call", "end_call"} {
 					if slices.Contains(want, name) {
-						assert.Equal(t, scenarioCalls, tl.count(name), "%s: one per call", name)
+						assert.Equal(t, calls, tl.count(name), "%s: one per call", name)
 					}
 				}
 				if !r.async {

@@ -22,12 +22,19 @@ import (
 // each add a Warn line of their own.
 func TestRedisFailClosedOutageIsLoggedOnceNotOncePerCall(t *testing.T) {
 	srv := testutil.StartRedis(t)
+	// A probe's timeout is real time, at most half the interval. At an
+	// interval of 0.05 s (a 25 ms timeout) two probes slowed by a loaded
+	// machine started an outage before Redis stopped, and the set-up call
+	// failed with ErrUnreachable. At 1 s the timeout is 0.5 s, and a
+	// stopped Redis (its port refuses at once) is still seen within about
+	// one interval.
 	gw, logs := loggedGateway(t, map[string]string{
 		"PGW_BREAKER_BACKEND":        "redis",
 		"PGW_REDIS_URL":              "redis://" + srv.Addr + "/0",
 		"PGW_REDIS_PREFIX":           "pgw-test-" + t.Name(),
 		"PGW_REDIS_DOWN":             "fail_closed",
-		"PGW_REDIS_PROBE_INTERVAL_S": "0.05",
+		"PGW_REDIS_PROBE_INTERVAL_S": "1",
+		"PGW_REDIS_PROBE_TIMEOUT_S":  "0.5",
 		"PGW_SCOPES":                 "RERANK",
 		"RERANK__SOURCES":            "primary",
 	}, slog.LevelInfo)

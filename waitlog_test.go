@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,11 +49,18 @@ func (l *jsonLog) lines(t *testing.T, prefix string) []map[string]any {
 // operator who reads only the line that closes a wait still sees why it
 // happened and how long it was expected to last.
 func TestAWaitLogsOneInfoLineOnEachSideWithReasonsAndExpectedWait(t *testing.T) {
-	env, _ := singleSource(t, "wait", "0.2")
-	l := &jsonLog{}
-	gw, _ := newGateway(t, env, pgw.WithLogger(slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	_, err := gw.Chat(context.Background(), hello())
-	require.NoError(t, err)
+	// Run again until the call waited (untilWaited), as an observer
+	// tells, not the log under test.
+	var l *jsonLog
+	untilWaited(t, 200*time.Millisecond, func(env map[string]string) bool {
+		l = &jsonLog{}
+		events := &eventLog{}
+		gw, _ := newGateway(t, env, pgw.WithObserver(events),
+			pgw.WithLogger(slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		_, err := gw.Chat(context.Background(), hello())
+		require.NoError(t, err)
+		return slicesContains(events.Lines(), "wait_start circuit_open")
+	})
 
 	enter := l.lines(t, "pgw: no source may run; waiting")
 	leave := l.lines(t, "pgw: wait over")

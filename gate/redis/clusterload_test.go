@@ -58,7 +58,7 @@ type clusterLoad struct {
 	probing, probes   atomic.Int64 // flaky's probes running and run
 	overlaps          atomic.Int64 // probes that began while another ran
 	opened            atomic.Int64 // flaky's breaker opened (Record reports Open)
-	firstErr          atomic.Value
+	firstErr          atomic.Pointer[error]
 }
 
 // startClusterLoad builds the clients and gates and starts the load.
@@ -166,7 +166,7 @@ func (l *clusterLoad) stopAndCheck(what string) {
 		what, l.calls.Load(), elapsed.Round(time.Millisecond), l.failed.Load(),
 		l.peak.Load(), hotInFlight, l.hotFull.Load(), l.pacedAdmitted.Load(), pacedRPM, bound,
 		l.opened.Load(), l.probes.Load(), l.overlaps.Load())
-	require.Zero(t, l.failed.Load(), "gate operations failed, first: %v", l.firstErr.Load())
+	require.Zero(t, l.failed.Load(), "gate operations failed, first: %v", l.firstError())
 	assert.LessOrEqual(t, l.peak.Load(), int64(hotInFlight), "in-flight limit exceeded across the clients")
 	assert.Positive(t, l.hotFull.Load(), "hot's in-flight limit was reached")
 	assert.LessOrEqual(t, l.pacedAdmitted.Load(), bound, "RPM exceeded across the clients")
@@ -174,9 +174,21 @@ func (l *clusterLoad) stopAndCheck(what string) {
 	assert.Positive(t, l.probes.Load(), "flaky's breaker probed")
 }
 
+// fail counts a failed gate operation and keeps the first one's error.
+// (An atomic.Value here panicked as soon as a second error's type differed
+// from the first's, and took the whole test binary down.)
 func (l *clusterLoad) fail(err error) {
 	l.failed.Add(1)
-	l.firstErr.CompareAndSwap(nil, err)
+	l.firstErr.CompareAndSwap(nil, &err)
+}
+
+// firstError is the first failed gate operation's error, nil when none
+// failed.
+func (l *clusterLoad) firstError() error {
+	if p := l.firstErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // attempt is one governed attempt on src, its give-back included.

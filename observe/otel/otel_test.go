@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +37,7 @@ type rig struct {
 	caller trace.Tracer
 }
 
-func newRig(t *testing.T, env map[string]string) *rig {
+func newRig(t *testing.T, env map[string]string, opts ...pgw.Option) *rig {
 	t.Helper()
 	r := &rig{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(r.spans))
@@ -47,8 +50,8 @@ func newRig(t *testing.T, env map[string]string) *rig {
 	s, err := config.FromMap(env)
 	require.NoError(t, err)
 	obs := pgwotel.New(pgwotel.WithTracerProvider(tp), pgwotel.WithMeterProvider(mp))
-	r.gw, err = pgw.New(context.Background(), *s, pgw.WithObserver(obs),
-		pgw.WithBackoff(pgw.Backoff{Base: time.Millisecond, Max: time.Millisecond}))
+	r.gw, err = pgw.New(context.Background(), *s, append([]pgw.Option{pgw.WithObserver(obs),
+		pgw.WithBackoff(pgw.Backoff{Base: time.Millisecond, Max: time.Millisecond})}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.gw.Close() })
 	return r
@@ -263,22 +266,51 @@ func TestFailoverSpanTree(t *testing.T) {
 	}
 }
 
+// waitSeen is a logger's handler that keeps nothing but whether the
+// gateway began a wait.
+type waitSeen struct{ seen *atomic.Bool }
+
+func (h waitSeen) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h waitSeen) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "pgw: no source may run; waiting" {
+		h.seen.Store(true)
+	}
+	return nil
+}
+
+func (h waitSeen) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h waitSeen) WithGroup(string) slog.Handler      { return h }
+
 // A call that waits out a cooldown shows the wait as an event of its span,
 // with its reason and length, and the probe that ended it.
 func TestWaitIsAnEvent(t *testing.T) {
-	up := testutil.NewUpstream(t)
-	up.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable})
-	r := newRig(t, map[string]string{
-		"PGW_SCOPES":              "CHAT",
-		"CHAT__SOURCES":           "solo",
-		"CHAT__SOLO__BASE_URL":    up.URL,
-		"CHAT__SOLO__MODEL":       "model-s",
-		"CHAT__CIRCUIT_OPEN":      "wait",
-		"CHAT__FAILURE_THRESHOLD": "1",
-		"CHAT__COOLDOWN_S":        "0.2",
-	})
-	_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
-	require.NoError(t, err)
+	// The call waits only if its retry finds the breaker its 503 opened
+	// still open. The cooldown is real time, and a loaded machine can hold
+	// the retry past it: the retry is then admitted as the probe at once,
+	// with no wait. Until the gateway's Info line says the call waited, it
+	// runs again on a new rig with twice the cooldown.
+	var r *rig
+	for cooldown := 200 * time.Millisecond; ; cooldown *= 2 {
+		require.LessOrEqual(t, cooldown, 3200*time.Millisecond, "the call never waited for its cooldown")
+		up := testutil.NewUpstream(t)
+		up.Enqueue(testutil.Chat, testutil.Reply{Status: http.StatusServiceUnavailable})
+		waited := &atomic.Bool{}
+		r = newRig(t, map[string]string{
+			"PGW_SCOPES":              "CHAT",
+			"CHAT__SOURCES":           "solo",
+			"CHAT__SOLO__BASE_URL":    up.URL,
+			"CHAT__SOLO__MODEL":       "model-s",
+			"CHAT__CIRCUIT_OPEN":      "wait",
+			"CHAT__FAILURE_THRESHOLD": "1",
+			"CHAT__COOLDOWN_S":        strconv.FormatFloat(cooldown.Seconds(), 'f', -1, 64),
+		}, pgw.WithLogger(slog.New(waitSeen{waited})))
+		_, err := r.gw.Chat(context.Background(), pgw.ChatRequest{Messages: hello})
+		require.NoError(t, err)
+		if waited.Load() {
+			break
+		}
+	}
 
 	byName := r.ended()
 	require.Len(t, byName[pgwotel.SpanCall], 1)
