@@ -95,3 +95,34 @@ func TestAuditRedisProbeOutcomeOutlivesTheCallersDeadline(t *testing.T) {
 	assert.Zero(t, m.Cancelled)
 	assert.Equal(t, uint64(2), m.Successes)
 }
+
+// A caller whose deadline passes while the Redis gate grants it the probe
+// lease — the script ran, its reply came too late — does not keep the
+// lease: it is freed behind the caller's back, so the next caller probes
+// and closes the breaker at once instead of being rejected HalfOpen until
+// ProbeTTL (an hour here).
+func TestAuditRedisProbeGrantedToACallerWhoGaveUpIsFreed(t *testing.T) {
+	cb, px := slowRedisBreaker(t, gate.Policy{ConsecutiveFailures: 1, Cooldown: 100 * time.Millisecond, ProbeTTL: time.Hour})
+	require.ErrorIs(t, fail(t.Context(), cb), errDown)
+	require.Eventually(t, func() bool { return cb.State() == gate.HalfOpen }, 10*time.Second, 10*time.Millisecond,
+		"the cooldown passes")
+
+	// 100 ms each way: the script runs at 100 ms, its reply arrives at
+	// 200 ms, after the caller's deadline.
+	px.SetLatency(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+	ran := false
+	err := cb.Execute(ctx, func(context.Context) error { ran = true; return nil })
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.False(t, ran)
+	px.SetLatency(0)
+
+	// The release runs off the caller's path: the next caller may come
+	// before it, and is then rejected as a probe in flight, no longer.
+	var last error
+	assert.Eventually(t, func() bool { last = ok(t.Context(), cb); return last == nil }, 5*time.Second, 20*time.Millisecond,
+		"the lease granted to the caller who gave up is still taken")
+	require.NoError(t, last)
+	assert.Equal(t, gate.Closed, cb.State())
+}
