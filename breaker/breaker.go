@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgw-go/pgw/gate"
+	"github.com/pgw-go/pgw/gate/memory"
 )
 
 // Breaker is one named circuit breaker. It is safe for concurrent use; a
@@ -31,6 +32,10 @@ type Breaker struct {
 	// the counts whether a failure while Closed trips the breaker.
 	trip  func(Counts) bool
 	tally *tally
+	// detach: the gate does I/O (it is not the in-process memory or noop
+	// gate), so an outcome is recorded under a ctx the caller's end does
+	// not cut (record).
+	detach bool
 
 	counters counters
 
@@ -74,6 +79,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
+	b.detach = !inProcess(g)
 	b.tally = newTally(cfg.Interval, cfg.CountWindow, cfg.Clock)
 	b.trip = cfg.tripper()
 	b.seen.Store(uint32(gate.Closed))
@@ -121,7 +127,12 @@ func (b *Breaker) State() gate.State {
 // already done when Execute is called (or that ends while the gate answers)
 // is not admitted: fn does not run, the call counts in Metrics.Cancelled,
 // and the error wraps ctx's error (errors.Is(err, context.Canceled) or
-// context.DeadlineExceeded); it is not an *OpenError.
+// context.DeadlineExceeded); it is not an *OpenError. On a gate that does
+// I/O (Redis), the outcome of a call that ran is written under a ctx the
+// caller's cancellation or deadline does not cut, so that a probe's lease is
+// never left taken by a caller who gave up while its outcome was being
+// written: Execute then returns after that round trip, bounded by the
+// client's own timeouts.
 //
 // A panic in fn is recorded as a failure and then continues with its original
 // value. A panic in a classifier of the Config (IsSuccessful, IsExcluded) or
@@ -305,7 +316,7 @@ func (b *Breaker) enter(ctx context.Context) (gate.Decision, error) {
 	}
 	d, err := b.gate.TryEnter(ctx, b.name)
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		if cerr := callerEnded(ctx, err); cerr != nil {
 			return gate.Decision{}, b.notRun(cerr)
 		}
 		b.counters.gateErrors.Add(1)
@@ -409,9 +420,12 @@ func (b *Breaker) abandon(ctx context.Context, d gate.Decision, e *phase, p any)
 // ignored as stale is counted as Stale only, so the local counts never run
 // ahead of the gate's. e is the phase of the counts the call was admitted in.
 func (b *Breaker) record(ctx context.Context, d gate.Decision, e *phase, r result) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || (b.detach && ctx.Done() != nil) {
 		// The outcome must reach the gate even though the caller gave up,
-		// or a probe lease would stay taken until it expires.
+		// or a probe lease would stay taken until it expires; and on a
+		// gate that does I/O, also when the caller's deadline passes or
+		// its cancellation comes while the gate answers. Re-sending a
+		// Record that failed instead could count the call twice.
 		ctx = context.WithoutCancel(ctx)
 	}
 	o := r.outcome()
@@ -477,6 +491,40 @@ func (b *Breaker) stillAdmitted(ctx context.Context, d gate.Decision) bool {
 		return true
 	}
 	return snap.State == gate.Closed && snap.Generation == d.Generation
+}
+
+// callerDeadlineSlack is how close to ctx's deadline a gate error that is
+// context.DeadlineExceeded counts as that deadline.
+const callerDeadlineSlack = 5 * time.Millisecond
+
+// callerEnded returns ctx's error when err, a gate's error, came from the
+// caller's ctx ending rather than from the gate: ctx.Err() when ctx is done
+// and err is its error, or context.DeadlineExceeded when err is that
+// deadline reported a moment before ctx says so (a Redis client sets its
+// socket's deadline from ctx's, and the socket's timer may fire first).
+// nil: the gate failed.
+func callerEnded(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return cerr
+		}
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && errors.Is(err, context.DeadlineExceeded) && time.Until(dl) < callerDeadlineSlack {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// inProcess reports whether g is a gate that lives in the process and
+// never blocks (the memory gate, the noop gate): the caller's ctx cannot
+// cut its answer short.
+func inProcess(g gate.ProviderGate) bool {
+	switch g.(type) {
+	case *memory.Breaker, gate.Noop, *gate.Noop:
+		return true
+	}
+	return false
 }
 
 // now is the time of a state change.

@@ -256,6 +256,16 @@ func (s *Stream) Recv() (transport.ChatChunk, error) {
 		s.pending = s.pending[1:]
 		return ch, nil
 	}
+	if s.end == nil && s.ctx.Err() != nil {
+		// The call's ctx ended and the stream was closed for it: what the
+		// transport still holds (chunks it buffered, a "[DONE]") is not
+		// read, so the caller hears why the stream ended rather than more
+		// chunks and a clean end that the call's record contradicts.
+		err := context.Cause(s.ctx)
+		s.end = err
+		s.finish(admission.Result{Outcome: released}, endedOutcome(s.ctx), err)
+		return transport.ChatChunk{}, err
+	}
 	if s.end != nil {
 		if s.end == io.EOF {
 			s.finish(admission.Result{Outcome: success, Tokens: settled(s.Usage())}, observe.OutcomeSuccess, nil)

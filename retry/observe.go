@@ -198,7 +198,7 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 		return observe.ResultQuotaExhausted
 	case errors.As(err, &gue):
 		return observe.ResultUnavailable
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || callersDeadline(ctx, err):
 		return observe.ResultCanceled
 	}
 	switch l.classify(err) {
@@ -208,6 +208,15 @@ func callResult(ctx context.Context, l *Loop, err error) string {
 		return observe.ResultCanceled
 	}
 	return observe.ResultError
+}
+
+// callersDeadline reports whether err, a call's error, is the caller's
+// deadline reported before ctx says so: the admission returns a bare
+// context.DeadlineExceeded when a gate's round trip (a Redis client's
+// socket timer, set from ctx's deadline) ended a moment before ctx did.
+func callersDeadline(ctx context.Context, err error) bool {
+	_, ok := ctx.Deadline()
+	return ok && err == context.DeadlineExceeded
 }
 
 // The operations of the typed loops, as the observer is told.

@@ -115,12 +115,17 @@ func (q *Quota) admit(ctx context.Context, rb *Breaker, withBudget bool, source 
 	} else {
 		head = q.newAdmitHead(rb, q.admitKeys(source), noLimits, "0")
 	}
-	args := make([]any, len(head), len(head)+2)
+	nonce := probeNonce(ctx)
+	args := make([]any, len(head), len(head)+3)
 	copy(args, head)
 	args = append(args, max(estTokens, 0), id)
+	if nonce != 0 {
+		args = append(args, nonce)
+	}
 	var v [10]int64
 	if err := ints(runArgs(ctx, q.c, scriptAdmitSrc, args), v[:]); err != nil {
 		q.forgetLease(ctx, source, id)
+		rb.forgetProbe(ctx, rb.Keys(source), nonce)
 		if _, bad := err.(*replyShapeError); bad {
 			return d, p, qd, true, fmt.Errorf("pgw/gate/redis: Admit %q: %w", source, err)
 		}

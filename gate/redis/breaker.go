@@ -2,10 +2,13 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,6 +30,9 @@ type Breaker struct {
 	p      gate.Policy
 	prefix string // "<prefix>:{<scope>:"
 	policy []any  // ARGV[1..NPOLICY] of every script (lua/common.lua)
+	// forgetting counts the probe releases forgetProbe has in flight, at
+	// most maxForgetting.
+	forgetting atomic.Int32
 }
 
 var _ gate.ProviderGate = (*Breaker)(nil)
@@ -133,8 +139,14 @@ func (b *Breaker) Preload(ctx context.Context) error {
 // TryEnter asks whether a call to source may run now: one script, one round
 // trip.
 func (b *Breaker) TryEnter(ctx context.Context, source string) (gate.Decision, error) {
-	v, err := runScript(ctx, b.c, scriptTryEnter, b.Keys(source), b.policy...).Int64Slice()
+	args, nonce := b.policy, probeNonce(ctx)
+	if nonce != 0 {
+		args = append(args[:len(args):len(args)], nonce)
+	}
+	keys := b.Keys(source)
+	v, err := runScript(ctx, b.c, scriptTryEnter, keys, args...).Int64Slice()
 	if err != nil {
+		b.forgetProbe(ctx, keys, nonce)
 		return gate.Decision{}, wrapErr(ctx, "TryEnter", source, err)
 	}
 	if len(v) != 7 {
@@ -153,6 +165,52 @@ func (b *Breaker) TryEnter(ctx context.Context, source string) (gate.Decision, e
 		Generation: uint64(v[5]),
 		Forced:     gate.Force(v[6]),
 	}, nil
+}
+
+// probeNonce returns a new nonce for a TryEnter under ctx, or 0 for a ctx
+// that never ends: only a caller who can give up on the round trip can lose
+// a probe lease with its reply. Nonces are unique across processes without
+// a round trip: a random per-process start and a counter.
+func probeNonce(ctx context.Context) int64 {
+	if ctx.Done() == nil {
+		return 0
+	}
+	n := int64(nonceSeq.Add(1) & (1<<62 - 1))
+	if n == 0 {
+		n = 1
+	}
+	return n
+}
+
+var nonceSeq = func() *atomic.Uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	s := new(atomic.Uint64)
+	s.Store(binary.LittleEndian.Uint64(b[:]))
+	return s
+}()
+
+// forgetProbe frees, off the caller's path, the probe lease that a TryEnter
+// or Admit script whose round trip the caller gave up on (gaveUp) may have
+// been granted: the script may have run with only its reply lost, and its
+// lease would hold the source's probe, fleet-wide, until ProbeTTL, every
+// other caller rejected HalfOpen. The release is a no-op when no lease was
+// granted to nonce. A round trip that failed for any other reason is not
+// followed up: the release would fail too, and the lease expires by itself.
+func (b *Breaker) forgetProbe(ctx context.Context, keys []string, nonce int64) {
+	if nonce == 0 || !gaveUp(ctx) {
+		return
+	}
+	if b.forgetting.Add(1) > maxForgetting {
+		b.forgetting.Add(-1)
+		return
+	}
+	go func() {
+		defer b.forgetting.Add(-1)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
+		defer cancel()
+		_ = runScript(rctx, b.c, scriptProbeForget, keys, nonce).Err()
+	}()
 }
 
 // Record reports the outcome of a call admitted by d: one script, one round

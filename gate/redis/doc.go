@@ -85,5 +85,9 @@
 // Only replies that guarantee the script did not run — a slot migrating, a
 // failover, a server loading — are retried, by the gate, for at most a second
 // within the caller's deadline. A lost reply costs at most a lease, which
-// expires on its own.
+// expires on its own; when the reply was lost because its caller gave up
+// (its ctx was cancelled or its deadline passed while the script ran), the
+// in-flight lease and the probe lease that script may have taken are freed
+// at once, off the caller's path, so that a caller's short deadline does
+// not hold a source's slot, or its probe, for the lease's whole length.
 package redis

@@ -52,6 +52,18 @@ func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachab
 // as that deadline (timer and scheduling granularity).
 const deadlineSlack = 5 * time.Millisecond
 
+// gaveUp reports whether the caller of a round trip that just failed gave
+// up on it: ctx is done, or its deadline is within deadlineSlack, where
+// go-redis's socket timer, set from that deadline, may fire before ctx
+// says so.
+func gaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < deadlineSlack
+}
+
 func wrapErr(ctx context.Context, op, source string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		// The caller gave up (go-redis may report it as an i/o timeout);

@@ -196,10 +196,12 @@ const (
 // may have run with only its reply lost, and its lease would hold the
 // source's slot, fleet-wide, until the lease expires (DefaultLease). The
 // release is a no-op when the script never ran. Only a round trip that
-// ended with the caller's ctx is followed up: after an outage the release
-// would fail too, and the lease expires by itself.
+// ended with the caller's ctx is followed up (gaveUp: its deadline too,
+// which the client's socket timer may report a moment before ctx does):
+// after an outage the release would fail too, and the lease expires by
+// itself.
 func (q *Quota) forgetLease(ctx context.Context, source, id string) {
-	if id == "" || ctx.Err() == nil {
+	if id == "" || !gaveUp(ctx) {
 		return
 	}
 	if q.forgetting.Add(1) > maxForgetting {

@@ -27,6 +27,9 @@ var (
 	scriptRecord     = fastScript("record")
 	scriptSnapshot   = newScript("snapshot.lua")
 	scriptRetryAfter = newScript("retry_after.lua")
+	// scriptProbeForget frees a probe lease whose grant's reply was lost
+	// (Breaker.forgetProbe); it needs no prelude.
+	scriptProbeForget = newLua(mustRead("lua/probe_forget.lua"))
 )
 
 func newScript(body string) *script {

@@ -149,7 +149,9 @@ func (h *lostHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 // keys… args…): an Acquire names the quota bucket and the in-flight set, a
 // Release the in-flight set alone; a breaker script with the policy's 3
 // arguments is a TryEnter (or a Snapshot, which workers do not call), with
-// 7 (the policy, outcome and the decision's three) a Record.
+// 4 a TryEnter carrying its nonce, with 7 (the policy, outcome and the
+// decision's three) a Record, and one with the nonce alone the release of
+// a probe lease whose grant's reply was lost (probe_forget.lua).
 //
 // sent is false for a command that never left: only a give-back counts
 // then (an Acquire or TryEnter that never ran took nothing).
@@ -181,11 +183,13 @@ func (h *lostHook) count(args []any, sent bool) {
 		h.acquire.Add(1)
 	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
 		h.release.Add(1)
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == policyArgs:
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && (rest == policyArgs || rest == policyArgs+1):
 		h.tryEnter.Add(1)
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == 1:
+		h.record.Add(1)
 	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == policyArgs+4:
 		h.record.Add(1)
-	case (len(keys) == 4 || len(keys) == 5) && strings.HasSuffix(keys[0], "}:cb") && rest == admitArgs:
+	case (len(keys) == 4 || len(keys) == 5) && strings.HasSuffix(keys[0], "}:cb") && (rest == admitArgs || rest == admitArgs+1):
 		// An admission (with the advertised budget's key as a fifth when
 		// it took the budget too): a probe lease and an in-flight lease it
 		// may hold.
@@ -207,7 +211,7 @@ func giveBack(keys []string, rest int) bool {
 	switch {
 	case len(keys) == 1 && strings.HasSuffix(keys[0], "}:inflight"):
 		return true
-	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && rest == policyArgs+4:
+	case len(keys) == 2 && strings.HasSuffix(keys[0], "}:cb") && (rest == policyArgs+4 || rest == 1):
 		return true
 	case len(keys) == 4 && strings.HasSuffix(keys[0], "}:cb") && rest == concludeArgs:
 		return true
@@ -218,8 +222,9 @@ func giveBack(keys []string, rest int) bool {
 // The argument counts of the breaker scripts (gate/redis lua/common.lua):
 // the policy's 3 (key TTL, window width, the rest in one), then for the
 // combined scripts (admit.go and conclude.go) the admission's 10 (rates,
-// MaxInFlight, lease, estimate, permit ID) or the conclusion's 9 (outcome,
-// decision's 3, TPM rate's 3, correction, permit ID).
+// MaxInFlight, lease, estimate, permit ID; and the request's nonce as an
+// 11th under a ctx that can end) or the conclusion's 9 (outcome, decision's
+// 3, TPM rate's 3, correction, permit ID).
 const (
 	policyArgs   = 3
 	admitArgs    = policyArgs + 10

@@ -10,7 +10,8 @@
 -- the source's one hash tag.
 -- ARGV[1..3] the policy (common.lua), then quota_acquire.lua's ten
 -- arguments (the rates all 0 for a source without limits; its estimated
--- tokens are also the budget's).
+-- tokens are also the budget's), then ARGV[14] optional: try_enter.lua's
+-- nonce.
 -- Reply: try_enter.lua's seven integers, then {allowed 0|1, retry_after µs,
 -- limit}: limit 1 rpm, 2 tpm, 3 in_flight as quota_acquire.lua's, or 4
 -- advertised requests, 5 advertised tokens when the budget rejected (all 0
@@ -19,7 +20,7 @@
 -- The fast path (fast.lua) decides a Closed record without the state
 -- machine; anything else goes to try_enter_body, which reads the record
 -- again and decides as try_enter.lua does.
-local d = try_enter_fast(KEYS, ARGV) or try_enter_body(KEYS, ARGV)
+local d = try_enter_fast(KEYS, ARGV) or try_enter_body(KEYS, { ARGV[1], ARGV[2], ARGV[3], ARGV[14] })
 if d[1] == 0 then
   return { d[1], d[2], d[3], d[4], d[5], d[6], d[7], 0, 0, 0 }
 end

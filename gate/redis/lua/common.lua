@@ -19,6 +19,9 @@
 --     fo   operator override (gate.Force): 0 none, 1 forced Open,
 --          2 forced Closed (force.lua); a forced record keeps no TTL
 --     x    the key's expiry as the last refresh set it (server µs; see save)
+--     pn pt  the nonce of the request the latest probe lease was granted to,
+--          and that lease's token (try_enter.lua; read by probe_forget.lua
+--          only)
 --     w<i> c<i> f<i>  window ring slot i (0..9): bucket index, calls, failures
 --   KEYS[2] = <prefix>:{<scope>:<source>}:probes  sorted set of probe leases,
 --     member = lease token, score = expiry in server µs

@@ -1,6 +1,10 @@
 -- try_enter.lua: TryEnter(source).
 -- KEYS[1] record hash, KEYS[2] probe lease set (see common.lua).
--- ARGV[1..NPOLICY] policy (see common.lua); nothing else.
+-- ARGV[1..NPOLICY] policy (see common.lua), then
+--   ARGV[NPOLICY+1] optional: the request's nonce, a decimal other than 0.
+--     A probe lease granted to a request with a nonce is noted in the
+--     record (pn: the nonce, pt: the lease's token), so that a caller whose
+--     reply was lost can free it with probe_forget.lua.
 -- Reply: {allowed 0|1, state, retry_after µs, probe 0|1, token, generation,
 --         forced 0 none|1 open|2 closed} — generation and override as they
 --         stand once the decision is made (gate/doc.go "Generations").
@@ -51,6 +55,10 @@ if inflight >= P.probes or phase_full(r, inflight) then
 end
 local token = next_number(r)
 redis.call('ZADD', KEYS[2], int(now + P.probe_ttl), int(token))
+local nonce = ARGV[NPOLICY + 1]
+if nonce and nonce ~= '' and nonce ~= '0' then
+  redis.call('HSET', KEYS[1], 'pn', nonce, 'pt', int(token))
+end
 if stale then
   redis.call('ZREM', KEYS[2], unpack(stale))
 elseif expired > 0 then
