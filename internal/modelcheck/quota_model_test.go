@@ -60,6 +60,9 @@ func generateQuota(rg rig, seed uint64, n int) (quotaRun, error) {
 			out.div = &divergence{step: len(out.seq) - 1, what: d}
 			break
 		}
+		if w.raced {
+			break
+		}
 	}
 	out.cov = w.stats
 	return out, nil

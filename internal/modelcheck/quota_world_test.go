@@ -24,6 +24,10 @@ type quotaWorld struct {
 	permits map[int]*permit
 	due     map[string]due
 	stats   quotaCoverage
+	// raced: on a real timeline, the gates answered an Acquire on either
+	// side of a rate edge they read the clock apart across (clockRace); the
+	// run stops there, compared up to that step.
+	raced bool
 }
 
 // permit is one Acquire's answer from each gate.
@@ -55,6 +59,7 @@ type due struct {
 type quotaCoverage struct {
 	granted, rejectRPM, rejectTPM, rejectInFlight, tokenErrors   int
 	settles, releases, leaseExpiries, retriesAtDue, retriesEarly int
+	clockRaces                                                   int
 }
 
 func (c *quotaCoverage) add(o quotaCoverage) {
@@ -68,13 +73,14 @@ func (c *quotaCoverage) add(o quotaCoverage) {
 	c.leaseExpiries += o.leaseExpiries
 	c.retriesAtDue += o.retriesAtDue
 	c.retriesEarly += o.retriesEarly
+	c.clockRaces += o.clockRaces
 }
 
 func (c quotaCoverage) String() string {
 	return fmt.Sprintf("Acquire: %d granted, %d rejected by RPM, %d by TPM, %d by MaxInFlight, %d token errors; "+
-		"%d retries at RetryAfter, %d retries before it; %d Settle, %d Release, %d lease expiries",
+		"%d retries at RetryAfter, %d retries before it; %d Settle, %d Release, %d lease expiries; %d runs stopped at a clock race",
 		c.granted, c.rejectRPM, c.rejectTPM, c.rejectInFlight, c.tokenErrors,
-		c.retriesAtDue, c.retriesEarly, c.settles, c.releases, c.leaseExpiries)
+		c.retriesAtDue, c.retriesEarly, c.settles, c.releases, c.leaseExpiries, c.clockRaces)
 }
 
 func newQuotaWorld(limits map[string]gate.Limits, mem, red gate.QuotaGate, tl timeline, tol, lease time.Duration) *quotaWorld {
@@ -114,6 +120,27 @@ func (w *quotaWorld) bounds(time.Time) []time.Time {
 	return out
 }
 
+// clockRace reports whether, on a real timeline, one gate admitted an
+// Acquire that the other refused by a rate limit with a RetryAfter within
+// the tolerance: the two read their clocks up to that far apart (Redis's at
+// the script, after a round trip a busy machine may delay), so a request
+// that lands within that distance of a bucket's edge can fall on either
+// side of it. The gates' states part there (one holds tokens the other
+// does not), so the run is compared up to that step only. A simulated
+// timeline never races: both gates see the same instants, and any such
+// difference there is a divergence.
+func (w *quotaWorld) clockRace(md, rd gate.QuotaDecision) bool {
+	if w.tl.Exact() || md.Allowed == rd.Allowed {
+		return false
+	}
+	refused := md
+	if md.Allowed {
+		refused = rd
+	}
+	rated := refused.Limit == gate.LimitRPM || refused.Limit == gate.LimitTPM
+	return rated && refused.RetryAfter <= w.tol
+}
+
 func (w *quotaWorld) settle() {
 	w.tl.Settle(w.bounds)
 	w.expireLeases()
@@ -123,6 +150,9 @@ func (w *quotaWorld) run(steps []Step) *divergence {
 	for i, s := range steps {
 		if d := w.exec(s); d != "" {
 			return &divergence{step: i, what: d}
+		}
+		if w.raced {
+			return nil
 		}
 	}
 	return nil
@@ -144,6 +174,11 @@ func (w *quotaWorld) exec(st Step) string {
 		if merr != nil || rerr != nil {
 			w.stats.tokenErrors++
 			return diffErrors("Acquire", merr, rerr)
+		}
+		if w.clockRace(md, rd) {
+			w.stats.clockRaces++
+			w.raced = true
+			return ""
 		}
 		if p.allowed && (mp.Lease != 0) {
 			p.until = now.Add(w.lease)
