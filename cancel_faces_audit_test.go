@@ -44,6 +44,18 @@ func upstreamCall(ctx context.Context, src pgw.Source) error {
 	return nil
 }
 
+// recvToEOF calls recv until it fails; io.EOF is no error.
+func recvToEOF[T any](recv func() (T, error)) error {
+	for {
+		if _, err := recv(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
 // cancelFaces are every face a caller reaches a governed call through.
 func cancelFaces(t *testing.T) []cancelFace {
 	img := tinyPNG(t)
@@ -65,14 +77,7 @@ func cancelFaces(t *testing.T) []cancelFace {
 				return err
 			}
 			defer st.Close()
-			for {
-				if _, err := st.Recv(); err != nil {
-					if err == io.EOF {
-						return nil
-					}
-					return err
-				}
-			}
+			return recvToEOF(st.Recv)
 		}},
 		{"Chat", "CHAT", func(ctx context.Context, gw *pgw.GatewayClient) error {
 			_, err := gw.Chat(ctx, hello())
@@ -84,14 +89,7 @@ func cancelFaces(t *testing.T) []cancelFace {
 				return err
 			}
 			defer st.Close()
-			for {
-				if _, err := st.Recv(); err != nil {
-					if err == io.EOF {
-						return nil
-					}
-					return err
-				}
-			}
+			return recvToEOF(st.Recv)
 		}},
 		{"Embed", "EMBEDDING", func(ctx context.Context, gw *pgw.GatewayClient) error {
 			_, err := gw.Embed(ctx, pgw.EmbedRequest{Inputs: []string{"a"}})

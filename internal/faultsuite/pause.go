@@ -78,6 +78,11 @@ func (p *pauseWatch) within(from, to time.Time) time.Duration {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.noted(from, to)
+}
+
+// noted is within under p.mu.
+func (p *pauseWatch) noted(from, to time.Time) time.Duration {
 	var d time.Duration
 	for _, s := range p.pauses {
 		d += overlap(s[0], s[1], from, to)
@@ -96,10 +101,7 @@ func (p *pauseWatch) withinSoFar(from, to time.Time) time.Duration {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var d time.Duration
-	for _, s := range p.pauses {
-		d += overlap(s[0], s[1], from, to)
-	}
+	d := p.noted(from, to)
 	if due := p.woke.Add(p.tick); !p.woke.IsZero() && to.Sub(due) > p.tick {
 		d += overlap(due, to, from, to)
 	}
